@@ -1,0 +1,130 @@
+// Package settings reads and validates srt's settings file
+// (~/.srt-settings.json), the format of the reference srt (seed 003,
+// "Configuration"). It only parses and checks: turning settings into
+// mounts and proxy rules is the policy package's job.
+package settings
+
+// Settings is the whole settings file. The zero value is the built-in
+// default: reads allowed everywhere, writes nowhere but the default write
+// paths, no network.
+//
+// The reference requires "network", "filesystem" and their lists
+// (allowedDomains, deniedDomains, denyRead, allowWrite, denyWrite). srt-go
+// deliberately accepts them missing: a missing list is an empty list,
+// which is the safe default (no network, no extra writes, no extra
+// read denies beyond the mandatory ones).
+type Settings struct {
+	// Network holds the egress rules enforced by the per-session proxies.
+	Network Network `json:"network"`
+	// Filesystem holds the read and write rules enforced by the bind mounts.
+	Filesystem Filesystem `json:"filesystem"`
+	// IgnoreViolations maps a command pattern ("*" for every command, else a
+	// substring of the command text) to substrings of violation lines that
+	// are not reported. It filters reporting only, never enforcement.
+	IgnoreViolations map[string][]string `json:"ignoreViolations,omitempty"`
+	// EnableWeakerNestedSandbox lets srt run where a fresh /proc cannot be
+	// mounted (unprivileged containers), with weaker isolation.
+	EnableWeakerNestedSandbox bool `json:"enableWeakerNestedSandbox,omitempty"`
+	// AllowNestedUserNamespaces lets the command create user namespaces
+	// (browsers, rootless podman, nested bwrap).
+	AllowNestedUserNamespaces bool `json:"allowNestedUserNamespaces,omitempty"`
+	// EnableWeakerNetworkIsolation is macOS only (trustd.agent lookups).
+	EnableWeakerNetworkIsolation bool `json:"enableWeakerNetworkIsolation,omitempty"`
+	// AllowAppleEvents is macOS only.
+	AllowAppleEvents bool `json:"allowAppleEvents,omitempty"`
+	// MandatoryDenySearchDepth is how many directory levels below the
+	// working directory the mandatory write-denies are searched for, 1..10.
+	// Zero means the default, 3.
+	MandatoryDenySearchDepth int `json:"mandatoryDenySearchDepth,omitempty"`
+	// AllowPty is macOS only in the reference; on Linux the command always
+	// gets a terminal of its own when srt runs in one.
+	AllowPty bool `json:"allowPty,omitempty"`
+	// BwrapPath is an absolute path to bubblewrap. Empty means "bwrap" on PATH.
+	BwrapPath string `json:"bwrapPath,omitempty"`
+	// Git holds git-specific settings.
+	Git Git `json:"git,omitempty"`
+
+	// Ignored lists the dotted paths of keys that were accepted but have no
+	// effect in this implementation (the reference's helper settings such as
+	// "ripgrep" or "socatPath"), so a caller can log them at debug level.
+	Ignored []string `json:"-"`
+}
+
+// Network is the "network" object.
+type Network struct {
+	// AllowedDomains is the egress allow-list. Empty means no network.
+	AllowedDomains []string `json:"allowedDomains"`
+	// DeniedDomains is checked before AllowedDomains and wins over it.
+	DeniedDomains []string `json:"deniedDomains"`
+	// DeniedDomainReasons maps an exact DeniedDomains entry to the reason
+	// reported when that entry refuses a connection.
+	DeniedDomainReasons map[string]string `json:"deniedDomainReasons,omitempty"`
+	// AllowlistDenyReason is the reason reported for hosts that are not on
+	// the allow-list. Empty means a generic reason.
+	AllowlistDenyReason string `json:"allowlistDenyReason,omitempty"`
+	// StrictAllowlist: hosts not on the allow-list are denied without asking.
+	StrictAllowlist bool `json:"strictAllowlist,omitempty"`
+	// DeniedResolvedAddresses are extra IPs/CIDRs that allowed host names
+	// must not resolve to.
+	DeniedResolvedAddresses []string `json:"deniedResolvedAddresses,omitempty"`
+	// AllowUnixSockets is macOS only (a path allow-list).
+	AllowUnixSockets []string `json:"allowUnixSockets,omitempty"`
+	// AllowAllUnixSockets turns off the seccomp AF_UNIX rule on Linux.
+	AllowAllUnixSockets bool `json:"allowAllUnixSockets,omitempty"`
+	// AllowLocalBinding is macOS only; on Linux the sandbox's loopback is
+	// private, so binding to it is always allowed.
+	AllowLocalBinding bool `json:"allowLocalBinding,omitempty"`
+	// AllowMachLookup is macOS only.
+	AllowMachLookup []string `json:"allowMachLookup,omitempty"`
+	// HTTPProxyPort, when non-zero, is a user-run HTTP proxy on the host's
+	// loopback used instead of srt's own.
+	HTTPProxyPort int `json:"httpProxyPort,omitempty"`
+	// SOCKSProxyPort, when non-zero, is a user-run SOCKS5 proxy on the
+	// host's loopback used instead of srt's own.
+	SOCKSProxyPort int `json:"socksProxyPort,omitempty"`
+}
+
+// Filesystem is the "filesystem" object.
+type Filesystem struct {
+	// DenyRead lists paths (or globs) that cannot be read.
+	DenyRead []PathEntry `json:"denyRead"`
+	// AllowRead re-opens paths inside a DenyRead area; a more specific
+	// DenyRead entry still wins.
+	AllowRead []PathEntry `json:"allowRead,omitempty"`
+	// AllowWrite lists the only paths that can be written (plus the default
+	// write paths).
+	AllowWrite []PathEntry `json:"allowWrite"`
+	// DenyWrite carves read-only holes in AllowWrite; it always wins.
+	DenyWrite []PathEntry `json:"denyWrite"`
+	// AllowGitConfig makes .git/config writable. Hooks stay protected.
+	AllowGitConfig bool `json:"allowGitConfig,omitempty"`
+	// Disabled turns the filesystem policy off entirely (no mandatory
+	// denies either).
+	Disabled bool `json:"disabled,omitempty"`
+}
+
+// PathEntry is one path rule: in JSON either a string or
+// {"path": "...", "literal": true}. A path may be absolute, "~", "~/x" or
+// relative to the working directory. Unless Literal, glob characters
+// (*, ?, [, {) make it a pattern.
+type PathEntry struct {
+	Path    string `json:"path"`
+	Literal bool   `json:"literal,omitempty"`
+}
+
+// Git is the "git" object.
+type Git struct {
+	// SafeDirectories are passed to git as safe.directory values.
+	SafeDirectories []string `json:"safeDirectories,omitempty"`
+}
+
+// DefaultMandatoryDenySearchDepth is used when MandatoryDenySearchDepth is 0.
+const DefaultMandatoryDenySearchDepth = 3
+
+// SearchDepth returns MandatoryDenySearchDepth, or the default when unset.
+func (s *Settings) SearchDepth() int {
+	if s.MandatoryDenySearchDepth == 0 {
+		return DefaultMandatoryDenySearchDepth
+	}
+	return s.MandatoryDenySearchDepth
+}
