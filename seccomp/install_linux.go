@@ -1,0 +1,44 @@
+package seccomp
+
+import (
+	"fmt"
+	"runtime"
+
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// Install sets no_new_privs and loads prog into every thread of the
+// calling process. It is irreversible: the caller is expected to execve
+// the command right after, and the filter and no_new_privs survive the
+// exec. Call it from a process that has nothing left to do but exec
+// (the in-sandbox helper), never from a long-lived one such as a test.
+//
+// no_new_privs is required for an unprivileged process to load a filter
+// (seccomp(2)), and keeps setuid binaries and file capabilities from
+// raising privileges past the filter. SECCOMP_FILTER_FLAG_TSYNC applies
+// the filter, and no_new_privs with it, to all of the Go runtime's
+// threads at once; without it only the calling thread would be filtered,
+// and Go may exec from any thread.
+//
+// The error wraps the failing call's errno (errors.Is(err, unix.EINVAL)).
+func Install(prog []bpf.RawInstruction) error {
+	if len(prog) == 0 || len(prog) > maxInstructions {
+		return fmt.Errorf("seccomp filter has %d instructions, want 1 to %d", len(prog), maxInstructions)
+	}
+	filter := make([]unix.SockFilter, len(prog))
+	for i, ins := range prog {
+		filter[i] = unix.SockFilter{Code: ins.Op, Jt: ins.Jt, Jf: ins.Jf, K: ins.K}
+	}
+
+	// no_new_privs is per thread; TSYNC copies the caller's to the other
+	// threads (kernel/seccomp.c, seccomp_sync_threads). Both calls must
+	// therefore run on the same thread.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
+	}
+	return setModeFilter(filter)
+}

@@ -1,0 +1,66 @@
+// Package seccomp builds and installs the seccomp-BPF filter that the
+// in-sandbox helper applies to the user's command right before execve.
+//
+// The filter is a deny list: every system call is allowed except the
+// ones listed in the package's rule table (see filter_linux.go), which
+// return an errno or kill the process. It is hand-assembled with
+// golang.org/x/net/bpf rather than built with libseccomp or
+// elastic/go-seccomp-bpf, because both compare system-call arguments on
+// all 64 bits by default, and the kernel truncates the arguments we care
+// about (socket's family, ioctl's request) to 32 bits: a 64-bit compare
+// is bypassed with 0x1_00000001 (docs: shared/reference/go-deps.md §1,
+// libseccomp issue #383, CVE-2019-10063).
+//
+// Order: the helper installs the filter last, after everything that needs
+// a refused call (the unix→TCP proxy bridge needs socket(AF_UNIX)), so
+// the filter never has to allow setup work. The filter survives execve and
+// is inherited by every child of the command.
+//
+// Build and Install work on linux/amd64 and linux/arm64 only; elsewhere
+// they return an error wrapping errors.ErrUnsupported. Encode works
+// everywhere.
+package seccomp
+
+import (
+	"encoding/binary"
+
+	"golang.org/x/net/bpf"
+)
+
+// Options selects the optional parts of the filter. The zero value is the
+// strictest filter.
+type Options struct {
+	// AllowUnixSockets drops the socket(AF_UNIX) rule
+	// (settings network.allowAllUnixSockets). False means socket(AF_UNIX)
+	// fails with EPERM; socketpair(AF_UNIX) is allowed either way, because
+	// a connected pair cannot reach anything outside the process tree.
+	AllowUnixSockets bool
+
+	// AllowNestedUserNamespaces drops the rules that keep the command from
+	// building its own sandbox: namespace flags in unshare and clone,
+	// clone3, setns, mount, umount2, pivot_root, chroot and the new mount
+	// API. False means all of those fail (clone3 with ENOSYS, the rest with
+	// EPERM). Tools that nest a sandbox (bwrap, podman, Chromium) need true.
+	AllowNestedUserNamespaces bool
+}
+
+// Encode returns prog as the kernel's struct sock_filter array: per
+// instruction, u16 code, u8 jt, u8 jf, u32 k, in the byte order of the
+// machine running this code (8 bytes each). That is the format
+// bwrap --seccomp FD reads and SECCOMP_SET_MODE_FILTER takes.
+func Encode(prog []bpf.RawInstruction) []byte {
+	b := make([]byte, 0, sockFilterSize*len(prog))
+	for _, ins := range prog {
+		b = binary.NativeEndian.AppendUint16(b, ins.Op)
+		b = append(b, ins.Jt, ins.Jf)
+		b = binary.NativeEndian.AppendUint32(b, ins.K)
+	}
+	return b
+}
+
+// sockFilterSize is sizeof(struct sock_filter).
+const sockFilterSize = 8
+
+// maxInstructions is the kernel's BPF_MAXINSNS: a longer classic BPF
+// program is refused with EINVAL.
+const maxInstructions = 4096
