@@ -1,0 +1,95 @@
+package proxy
+
+import (
+	"strconv"
+	"strings"
+)
+
+// NoProxy is the NO_PROXY value inside the sandbox: the sandbox's own
+// loopback only. Inside the network namespace 127.0.0.1 is private to the
+// sandbox (srt-notes §4.6), so these destinations never reach the host;
+// anything else, private ranges included, goes through the proxy and its
+// rules.
+const NoProxy = "localhost,127.0.0.1,::1"
+
+// Env returns the proxy environment of a sandboxed command, as "KEY=value"
+// strings, for relays listening on 127.0.0.1:httpPort (HTTP proxy) and
+// 127.0.0.1:socksPort (SOCKS5) inside the sandbox (srt-notes §4.7, issue 3
+// "Plumbing"). JAVA_TOOL_OPTIONS is not included because it must be
+// merged with the inherited value: use MergeJavaToolOptions.
+//
+// Which client reads what, and why the values are what they are:
+//
+//   - The proxy address is the literal 127.0.0.1, not "localhost": the
+//     relay may be bound to IPv4 only (no IPv6 on lo), and a client that
+//     tries ::1 first would fail.
+//   - curl and git (libcurl) read only the lower-case http_proxy (upper
+//     case HTTP_PROXY is ignored for http:// because of "httpoxy"), and
+//     either case of HTTPS_PROXY, ALL_PROXY and NO_PROXY; so both cases are
+//     set for every variable.
+//   - Go (net/http ProxyFromEnvironment) reads HTTP_PROXY, HTTPS_PROXY and
+//     NO_PROXY, either case, and ignores ALL_PROXY.
+//   - Python urllib, requests and pip read the *_PROXY variables, lower
+//     case first; requests and pip need PySocks for a socks5h:// URL.
+//   - httpx builds a transport for every proxy variable when a Client is
+//     created and fails if one is socks5 and the socksio extra is missing.
+//     That is why ALL_PROXY is the HTTP proxy (http://), not socks5h://,
+//     as in the reference 0.0.83: every client that honours ALL_PROXY
+//     can use an HTTP proxy through CONNECT.
+//   - Node's fetch and http use the variables only with
+//     NODE_USE_ENV_PROXY=1 (Node ≥ 22.21 / 24.5); npm reads HTTPS_PROXY
+//     and HTTP_PROXY itself.
+//   - gRPC C-core reads grpc_proxy, then https_proxy/http_proxy; grpc-go
+//     reads HTTPS_PROXY.
+//   - Docker's build and daemon-side pulls read DOCKER_HTTP(S)_PROXY.
+//   - rsync sends an HTTP CONNECT to RSYNC_PROXY (host:port, no scheme),
+//     so it names the HTTP proxy.
+//   - FTP_PROXY names the SOCKS5 proxy with socks5h://, so curl sends the
+//     name, not a locally resolved address (there is no DNS inside).
+//   - Tools that only speak SOCKS (ssh via "nc -X 5") can use
+//     127.0.0.1:socksPort directly; ssh through git uses the HTTP proxy
+//     via GIT_SSH_COMMAND, set by the sandbox, not here.
+func Env(httpPort, socksPort int) []string {
+	httpURL := "http://127.0.0.1:" + strconv.Itoa(httpPort)
+	socksURL := "socks5h://127.0.0.1:" + strconv.Itoa(socksPort)
+	var env []string
+	both := func(name, value string) {
+		env = append(env, name+"="+value, strings.ToLower(name)+"="+value)
+	}
+	both("HTTP_PROXY", httpURL)
+	both("HTTPS_PROXY", httpURL)
+	both("ALL_PROXY", httpURL)
+	both("NO_PROXY", NoProxy)
+	both("GRPC_PROXY", httpURL)
+	both("FTP_PROXY", socksURL)
+	env = append(env,
+		"DOCKER_HTTP_PROXY="+httpURL,
+		"DOCKER_HTTPS_PROXY="+httpURL,
+		"RSYNC_PROXY=127.0.0.1:"+strconv.Itoa(httpPort),
+		"NODE_USE_ENV_PROXY=1",
+	)
+	return env
+}
+
+// MergeJavaToolOptions returns the JAVA_TOOL_OPTIONS value for the
+// sandbox: the inherited value (may be empty), followed by the JVM proxy
+// system properties for the HTTP proxy on 127.0.0.1:httpPort
+// (-Dhttp.proxyHost, -Dhttp.proxyPort, -Dhttps.proxyHost,
+// -Dhttps.proxyPort). The JVM applies -D options in order and the last
+// one wins, so appending keeps every inherited option while making sure
+// ours are the proxy settings in force. The JVM's default
+// http.nonProxyHosts (localhost|127.*|[::1]) already matches NoProxy.
+// Calling it again on its own result adds nothing.
+func MergeJavaToolOptions(inherited string, httpPort int) string {
+	p := strconv.Itoa(httpPort)
+	ours := "-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=" + p +
+		" -Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=" + p
+	inherited = strings.TrimSpace(inherited)
+	switch {
+	case inherited == "":
+		return ours
+	case strings.HasSuffix(inherited, ours):
+		return inherited
+	}
+	return inherited + " " + ours
+}

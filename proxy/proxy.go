@@ -1,0 +1,332 @@
+// Package proxy implements the host-side filtering proxies of one sandbox
+// session: an HTTP proxy (CONNECT tunnels and absolute-URI plain HTTP) and
+// a SOCKS5 proxy (RFC 1928, CONNECT only). They are the sandboxed
+// command's only way out of its network namespace (seed 003 "Architecture
+// d'isolation réseau"; srt-notes §4.6, §4.9).
+//
+// Every connection is judged by a netrule.Policy, which can be swapped
+// while connections are open (SetPolicy, for --control-fd). A host name is
+// resolved once, each address is checked by the resolved-address guard
+// (netrule.Policy.CheckResolved), and the proxy dials exactly an address it
+// checked, so there is no second lookup for DNS rebinding to race
+// (escape-classes.md item 9). A SOCKS5 name is judged before it is
+// resolved, so a denied name never reaches DNS (item 7).
+//
+// A Server is made for one session and is not shared between concurrent
+// sandboxes. Its listeners are provided by the caller (unix sockets in a
+// 0700 directory in production), so the package makes no decision about
+// who may connect.
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/srt-go/srt/netrule"
+)
+
+// ErrServerClosed is returned by Serve after Close.
+var ErrServerClosed = errors.New("proxy: server closed")
+
+// Resolver looks up host names. *net.Resolver implements it.
+type Resolver interface {
+	// LookupNetIP returns the addresses of host; network is "ip".
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// Dialer opens upstream connections. *net.Dialer implements it. The proxy
+// only ever passes "tcp" and a numeric "ip:port" address.
+type Dialer interface {
+	DialContext(ctx context.Context, network, address string) (net.Conn, error)
+}
+
+// Config configures a Server. The zero Config is valid and denies every
+// destination.
+type Config struct {
+	// Policy is the initial rule set. Nil denies everything (an empty
+	// allow-list, srt-notes §1.2). Replace it with Server.SetPolicy.
+	Policy *netrule.Policy
+	// Resolver resolves allowed host names. Nil means net.DefaultResolver.
+	Resolver Resolver
+	// Dialer dials the checked upstream address. Nil means a net.Dialer.
+	Dialer Dialer
+	// OnViolation is called once per refused connection or request, from
+	// the goroutine serving that client, after the refusal has been
+	// written. Calls may be concurrent. It must return quickly (append to a
+	// buffered store or channel): a slow callback delays closing that
+	// client's connection, though never other clients. Nil means refusals
+	// are not reported.
+	OnViolation func(Violation)
+	// Logger receives debug lines about accepted and failed connections
+	// (key "host"). Nil discards them. Refusals are reported through
+	// OnViolation, not logged.
+	Logger *slog.Logger
+	// LocalAddrs lists this host's interface addresses, which an allowed
+	// name must not resolve to. Nil means net.InterfaceAddrs, re-read at
+	// most every 5 seconds.
+	LocalAddrs func() ([]netip.Addr, error)
+	// DialTimeout bounds resolving and dialing one upstream. Zero means
+	// 10s.
+	DialTimeout time.Duration
+	// HandshakeTimeout bounds reading a request's headers or the SOCKS5
+	// negotiation. Zero means 30s.
+	HandshakeTimeout time.Duration
+	// IdleTimeout bounds the wait for the next request on a kept-alive
+	// plain-HTTP client connection. Zero means 2 minutes.
+	IdleTimeout time.Duration
+}
+
+// Violation describes one refused connection (the violations store's
+// network record; srt-notes §4.9 "Violation lines").
+type Violation struct {
+	// Time is when the refusal was decided.
+	Time time.Time
+	// Action is always "network-outbound".
+	Action string
+	// Target is the destination as "host:port", host canonical
+	// (netrule.CanonicalHost) and IPv6 bracketed.
+	Target string
+	// Reason is the text the client was shown.
+	Reason string
+	// Protocol is "http" (plain HTTP request), "connect" (HTTP CONNECT) or
+	// "socks5".
+	Protocol string
+	// Rule is the settings entry that refused, or "".
+	Rule string
+}
+
+// String formats v as the reference's violation line:
+// "deny network-outbound host:port (reason)".
+func (v Violation) String() string {
+	return fmt.Sprintf("deny %s %s (%s)", v.Action, v.Target, v.Reason)
+}
+
+// RefusedError is returned by the dial path when the resolved-address
+// guard refuses every address a name resolved to.
+type RefusedError struct {
+	Decision netrule.Decision
+}
+
+func (e *RefusedError) Error() string {
+	return "connection to " + e.Decision.Host + " refused: " + e.Decision.Reason
+}
+
+// Server holds the two proxies of one session. Use New; serve with
+// HTTP().Serve and SOCKS5().Serve; stop with Close.
+type Server struct {
+	cfg       Config
+	log       *slog.Logger
+	resolver  Resolver
+	dialer    Dialer
+	policy    atomic.Pointer[netrule.Policy]
+	transport *http.Transport
+	active    atomic.Int64 // client connections being served
+
+	mu        sync.Mutex // guards the fields below
+	closed    bool
+	listeners map[net.Listener]struct{}
+	conns     map[net.Conn]context.CancelFunc // client and upstream; cancel may be nil
+	wg        sync.WaitGroup                  // connection goroutines; Add under mu
+
+	localMu sync.Mutex // guards localAt and local
+	localAt time.Time
+	local   map[netip.Addr]bool
+}
+
+// New returns a Server for cfg. It does not listen; it returns an error
+// only for an invalid Config (none today, reserved for future fields).
+func New(cfg Config) (*Server, error) {
+	s := &Server{
+		cfg:       cfg,
+		log:       cfg.Logger,
+		resolver:  cfg.Resolver,
+		dialer:    cfg.Dialer,
+		listeners: make(map[net.Listener]struct{}),
+		conns:     make(map[net.Conn]context.CancelFunc),
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.resolver == nil {
+		s.resolver = net.DefaultResolver
+	}
+	if s.dialer == nil {
+		s.dialer = &net.Dialer{}
+	}
+	if s.cfg.DialTimeout <= 0 {
+		s.cfg.DialTimeout = 10 * time.Second
+	}
+	if s.cfg.HandshakeTimeout <= 0 {
+		s.cfg.HandshakeTimeout = 30 * time.Second
+	}
+	if s.cfg.IdleTimeout <= 0 {
+		s.cfg.IdleTimeout = 2 * time.Minute
+	}
+	s.policy.Store(cfg.Policy)
+	s.transport = &http.Transport{
+		Proxy:               nil, // never chain to srt's own HTTP_PROXY
+		DialContext:         s.transportDial,
+		DisableCompression:  true, // pass Accept-Encoding through untouched
+		MaxIdleConnsPerHost: 4,
+		IdleConnTimeout:     30 * time.Second,
+	}
+	return s, nil
+}
+
+// SetPolicy replaces the rule set. Requests and connections started after
+// it returns use p; open CONNECT and SOCKS5 tunnels are not re-judged, but
+// every later request on a kept-alive plain-HTTP connection is. Nil denies
+// everything. Safe to call concurrently with serving.
+func (s *Server) SetPolicy(p *netrule.Policy) {
+	s.policy.Store(p)
+	// A pooled upstream connection was checked under the old rules.
+	s.transport.CloseIdleConnections()
+}
+
+// Policy returns the rule set in force.
+func (s *Server) Policy() *netrule.Policy { return s.policy.Load() }
+
+// ActiveConns returns the number of client connections being served.
+func (s *Server) ActiveConns() int { return int(s.active.Load()) }
+
+// Close stops every Serve (which then returns ErrServerClosed), closes
+// every client and upstream connection, and waits for the connection
+// goroutines to exit. It is idempotent and returns nil.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	for ln := range s.listeners {
+		ln.Close()
+	}
+	for c, cancel := range s.conns {
+		if cancel != nil {
+			cancel()
+		}
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.transport.CloseIdleConnections()
+	s.wg.Wait()
+	return nil
+}
+
+// track registers c so Close can close it. For a client connection
+// (cancel != nil) it also counts a goroutine. It reports false after
+// Close.
+func (s *Server) track(c net.Conn, cancel context.CancelFunc) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.conns[c] = cancel
+	if cancel != nil {
+		s.wg.Add(1)
+		s.active.Add(1)
+	}
+	return true
+}
+
+func (s *Server) untrack(c net.Conn) {
+	s.mu.Lock()
+	cancel, ok := s.conns[c]
+	delete(s.conns, c)
+	s.mu.Unlock()
+	if ok && cancel != nil {
+		s.active.Add(-1)
+		s.wg.Done()
+	}
+}
+
+// serve is the accept loop shared by both proxies. Cancelling ctx closes
+// ln and every connection accepted from it.
+func (s *Server) serve(ctx context.Context, ln net.Listener, handle func(context.Context, net.Conn)) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrServerClosed
+	}
+	s.listeners[ln] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, ln)
+		s.mu.Unlock()
+		ln.Close()
+	}()
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+
+	var backoff time.Duration
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, errTooManyFiles) {
+				// Out of descriptors or a transient timeout: back off like
+				// net/http.Server does rather than spin.
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				time.Sleep(backoff)
+				continue
+			}
+			return fmt.Errorf("accept on %s: %w", ln.Addr(), err)
+		}
+		backoff = 0
+		cctx, cancel := context.WithCancel(ctx)
+		if !s.track(c, cancel) {
+			cancel()
+			c.Close()
+			return ErrServerClosed
+		}
+		go func() {
+			defer s.untrack(c)
+			defer cancel()
+			defer c.Close()
+			stopc := context.AfterFunc(cctx, func() { c.Close() })
+			defer stopc()
+			handle(cctx, c)
+		}()
+	}
+}
+
+// target is a destination as the client named it.
+type target struct {
+	host string // as sent by the client, brackets removed
+	port int
+}
+
+func (t target) String() string { return net.JoinHostPort(t.host, strconv.Itoa(t.port)) }
+
+// decide judges t under pol, reporting a refusal through OnViolation is
+// left to the caller (it must first write the refusal).
+func (s *Server) violation(proto string, d netrule.Decision, port int) {
+	if s.cfg.OnViolation == nil {
+		return
+	}
+	s.cfg.OnViolation(Violation{
+		Time:     time.Now(),
+		Action:   "network-outbound",
+		Target:   net.JoinHostPort(d.Host, strconv.Itoa(port)),
+		Reason:   d.Reason,
+		Protocol: proto,
+		Rule:     d.Rule,
+	})
+}
