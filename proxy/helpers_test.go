@@ -92,7 +92,7 @@ var loop4 = netip.MustParseAddr("127.0.0.1")
 
 // startProxy runs a Server whose resolver maps allowed.test, example.com
 // (the httptest certificate's name) and denied.test to 127.0.0.1.
-func startProxy(t *testing.T, rules netrule.Rules) *env {
+func startProxy(t testing.TB, rules netrule.Rules) *env {
 	t.Helper()
 	pol, err := netrule.Compile(rules)
 	if err != nil {
@@ -129,7 +129,7 @@ func startProxy(t *testing.T, rules netrule.Rules) *env {
 	return e
 }
 
-func listen(t *testing.T) net.Listener {
+func listen(t testing.TB) net.Listener {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -313,10 +313,8 @@ type target struct {
 	port int
 }
 
-func (t target) String() string { return net.JoinHostPort(t.host, strconv.Itoa(t.port)) }
-
-// decide judges t under pol, reporting a refusal through OnViolation is
-// left to the caller (it must first write the refusal).
+// violation reports a refusal through OnViolation. Callers call it after
+// writing the refusal, so a slow callback never delays the client's answer.
 func (s *Server) violation(proto string, d netrule.Decision, port int) {
 	if s.cfg.OnViolation == nil {
 		return
