@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"strings"
 	"testing"
@@ -305,4 +307,36 @@ func newTLSOrigin(t *testing.T) *httptest.Server {
 	}))
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// TestResolvedGuardHostAndMetadata: a name resolving to one of this host's
+// interface addresses, or to a metadata address, is refused; allowing the
+// metadata literal does not help, and a good address among bad ones is
+// the one dialled.
+func TestResolvedGuardHostAndMetadata(t *testing.T) {
+	up := echoServer(t)
+	_, port, _ := net.SplitHostPort(up)
+	iface := netip.MustParseAddr("198.51.100.7")
+	pol := netrule.MustCompile(netrule.Rules{Allowed: []string{"iface.test", "meta.test", "mixed.test", "169.254.169.254", "127.0.0.1:" + port}})
+	res := &fakeResolver{hosts: map[string][]netip.Addr{
+		"iface.test": {iface},
+		"meta.test":  {netip.MustParseAddr("::ffff:169.254.169.254")},
+		"mixed.test": {netip.MustParseAddr("10.0.0.1"), loop4},
+	}}
+	srv, _ := New(Config{Policy: pol, Resolver: res,
+		LocalAddrs: func() ([]netip.Addr, error) { return []netip.Addr{iface}, nil }})
+	ln := listen(t)
+	go srv.HTTP().Serve(context.Background(), ln)
+	defer srv.Close()
+	for host, want := range map[string]string{
+		"iface.test": "403 resolved to an address of this host",
+		"meta.test":  "403 resolved to a cloud metadata address",
+	} {
+		r := rawRequest(t, ln.Addr().String(), "CONNECT "+host+":"+port+" HTTP/1.1\r\n\r\n", 1)
+		if len(r) != 1 || r[0].Status != want {
+			t.Errorf("%s: %v, want %q", host, r, want)
+		}
+	}
+	c, _ := connectVia(t, ln.Addr().String(), "mixed.test:"+port) // 10.0.0.1 dropped, 127.0.0.1 dialled
+	c.Close()
 }
