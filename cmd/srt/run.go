@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/srt-go/srt/sandbox"
+	"github.com/srt-go/srt/settings"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+// exitSetup is srt's own failure status, as env(1) and timeout(1) use it.
+const exitSetup = 125
+
+const usage = `Usage: srt [options] [--] COMMAND [ARG...]
+       srt [options] -c STRING [ARG0 [ARG...]]
+
+Run COMMAND in a sandbox that enforces the filesystem and network policy
+of a settings file. COMMAND and its arguments are passed as they are; with
+-c, STRING is run by your shell ($SHELL, else /bin/sh) like "sh -c", and
+the ARGs become $0, $1, ...
+
+Options (read only before COMMAND):
+  -s, --settings PATH   settings file (default: ~/.srt-settings.json; a
+                        missing default file means the built-in defaults:
+                        read everywhere, write nowhere, no network)
+  -c STRING             run STRING with your shell
+  -d, --debug           debug lines on stderr (also SRT_DEBUG=1)
+  -V, --version         print the version and exit
+  -h, --help            print this help and exit
+
+srt exits 125 when it cannot set up the sandbox (the command does not run);
+otherwise with the command's status, 128+N if it was killed by signal N.
+`
+
+// options are the parsed command line.
+type options struct {
+	settingsPath string
+	command      string
+	commandSet   bool
+	debug        bool
+	version      bool
+	help         bool
+	args         []string
+}
+
+// parseArgs reads srt's options up to the first argument that is not one
+// (or "--"); everything after belongs to the command.
+func parseArgs(args []string) (*options, error) {
+	o := &options{}
+	fl := flag.NewFlagSet("srt", flag.ContinueOnError)
+	fl.SetOutput(io.Discard)
+	fl.StringVar(&o.settingsPath, "s", "", "")
+	fl.StringVar(&o.settingsPath, "settings", "", "")
+	fl.Func("c", "", func(s string) error { o.command, o.commandSet = s, true; return nil })
+	fl.BoolVar(&o.debug, "d", false, "")
+	fl.BoolVar(&o.debug, "debug", false, "")
+	fl.BoolVar(&o.version, "V", false, "")
+	fl.BoolVar(&o.version, "version", false, "")
+	fl.BoolVar(&o.help, "h", false, "")
+	fl.BoolVar(&o.help, "help", false, "")
+	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			o.help = true
+			return o, nil
+		}
+		return nil, err
+	}
+	o.args = fl.Args()
+	if v, ok := os.LookupEnv("SRT_DEBUG"); ok && v != "" && v != "0" && v != "false" {
+		o.debug = true
+	}
+	return o, nil
+}
+
+// run is srt's main function, returning the exit status.
+func run(args []string, stdin *os.File, stdout, stderr *os.File) int {
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "srt: "+format+"\n", a...)
+		return exitSetup
+	}
+	o, err := parseArgs(args)
+	if err != nil {
+		return fail("%v (see srt --help)", err)
+	}
+	if o.help {
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	if o.version {
+		fmt.Fprintf(stdout, "srt %s\n", version)
+		return 0
+	}
+	argv, err := commandLine(o)
+	if err != nil {
+		return fail("%v", err)
+	}
+	lg := slog.New(slog.DiscardHandler)
+	if o.debug {
+		lg = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	s, err := loadSettings(o.settingsPath)
+	if err != nil {
+		return fail("%v", err)
+	}
+	for _, k := range s.Ignored {
+		lg.Debug("settings key has no effect in srt-go", "key", k)
+	}
+	m, err := sandbox.NewManager(s, sandbox.Options{Logger: lg})
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer m.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cmd := m.Command(ctx, argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	cmd.KeepFDs = inheritedFDs()
+
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
+	defer signal.Stop(sigs)
+	if err := cmd.Start(); err != nil {
+		return fail("%v", err)
+	}
+	go func() {
+		for sig := range sigs {
+			if cmd.Signal(sig) != nil {
+				cancel() // not running yet or gone: end the sandbox
+			}
+		}
+	}()
+	err = cmd.Wait()
+	var ee *sandbox.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.Code
+	default:
+		return fail("%v", err)
+	}
+}
+
+// commandLine returns the argv to run: the positional arguments as they
+// are, or the user's shell with -c.
+func commandLine(o *options) ([]string, error) {
+	if o.commandSet {
+		return append([]string{userShell(), "-c", o.command}, o.args...), nil
+	}
+	if len(o.args) == 0 {
+		return nil, errors.New("no command given; usage: srt [options] [--] COMMAND [ARG...], or srt -c STRING (see srt --help)")
+	}
+	if o.args[0] == "" {
+		return nil, errors.New("the command is an empty string")
+	}
+	return o.args, nil
+}
+
+// userShell is $SHELL when it names an executable absolute path, else
+// /bin/sh.
+func userShell() string {
+	if sh := os.Getenv("SHELL"); filepath.IsAbs(sh) {
+		if fi, err := os.Stat(sh); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return sh
+		}
+	}
+	return "/bin/sh"
+}
+
+// loadSettings reads the settings file. Only a missing default file means
+// the built-in defaults; a missing --settings file is an error, since
+// running with defaults would drop the rules it asked for.
+func loadSettings(path string) (*settings.Settings, error) {
+	explicit := path != ""
+	if !explicit {
+		p, err := settings.DefaultPath()
+		if err != nil {
+			return nil, fmt.Errorf("finding the settings file: %w", err)
+		}
+		path = p
+	}
+	s, err := settings.Load(path)
+	switch {
+	case err == nil:
+		return s, nil
+	case !explicit && errors.Is(err, fs.ErrNotExist):
+		return settings.Default(), nil
+	case explicit && errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("settings file %s does not exist; refusing to run with the built-in defaults, which would drop the rules --settings asked for", path)
+	}
+	return nil, err
+}
+
+// inheritedFDs lists the descriptors above 2 that srt's caller passed
+// (open and not close-on-exec), so the command gets them too.
+func inheritedFDs() []int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil || fd <= 2 {
+			continue
+		}
+		flags, err := fcntlGetFD(fd)
+		if err != nil || flags&syscall.FD_CLOEXEC != 0 {
+			continue
+		}
+		out = append(out, fd)
+	}
+	return out
+}
+
+var _ = strings.TrimSpace

@@ -1,0 +1,12 @@
+module github.com/srt-go/srt
+
+go 1.26.8
+
+require (
+	github.com/bmatcuk/doublestar/v4 v4.10.4
+	github.com/creack/pty v1.1.24
+	github.com/go-json-experiment/json v1.27.2
+	golang.org/x/net v0.62.0
+	golang.org/x/sys v0.50.0
+	golang.org/x/term v0.48.0
+)

@@ -1,0 +1,263 @@
+// Package policy compiles validated settings into the concrete rules a
+// backend enforces: absolute, symlink-resolved paths for every read and
+// write rule, the mandatory write-denies found below the working directory
+// (seed 003, "Chemins de refus obligatoires"), and the egress lists.
+//
+// The package knows nothing about bubblewrap or Seatbelt; backends turn a
+// *Policy into mounts or profile rules. One implementation of each rule,
+// shared by the CLI, the library and the server.
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/srt-go/srt/settings"
+)
+
+// Kind says what a path was when the policy was compiled.
+type Kind int
+
+const (
+	// Missing means nothing exists at the path (yet).
+	Missing Kind = iota
+	// Dir is an existing directory.
+	Dir
+	// File is an existing non-directory (regular file, fifo, socket, device).
+	File
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Dir:
+		return "dir"
+	case File:
+		return "file"
+	}
+	return "missing"
+}
+
+// Path is one rule's target.
+type Path struct {
+	// Literal is the path as the rule spelled it, made absolute (~ and
+	// relative forms expanded, cleaned) but with symlinks unresolved.
+	Literal string
+	// Resolved is Literal with every symlink resolved. For a path that does
+	// not exist, the longest existing prefix is resolved and the rest kept.
+	// Backends enforce at Resolved: a mount placed there covers every
+	// spelling that reaches the same file (seed 000, "SandboxSpec": a deny
+	// applies to the literal and the symlink-resolved form).
+	Resolved string
+	// Kind is what Resolved was at compile time.
+	Kind Kind
+	// Rule names the rule this path comes from, for messages and violations,
+	// e.g. "filesystem.denyWrite[1]" or "mandatory: .bashrc".
+	Rule string
+
+	// symlink is set when the last component of Literal is a symbolic link.
+	symlink bool
+	// literalParent is the resolved directory holding Literal's last
+	// component.
+	literalParent string
+}
+
+func (p Path) parentResolved() string { return p.literalParent }
+
+// Policy is the compiled, enforceable form of the settings. Paths are
+// absolute and resolved; lists hold no duplicates.
+type Policy struct {
+	// Cwd is the resolved working directory the command starts in.
+	Cwd string
+	// Home is the user's home directory ($HOME).
+	Home string
+	// FilesystemDisabled means no filesystem policy at all: the whole host
+	// filesystem is writable and no mandatory denies apply.
+	FilesystemDisabled bool
+
+	// DenyRead are paths that cannot be read (directories appear empty).
+	DenyRead []Path
+	// AllowRead re-open paths inside a DenyRead area; the most specific of
+	// the two lists wins, and an exact tie goes to AllowRead.
+	AllowRead []Path
+	// AllowWrite are the write roots: nothing outside them can be written.
+	AllowWrite []Path
+	// DenyWrite are read-only holes in the write roots, user and mandatory
+	// rules alike. A DenyWrite always wins over AllowWrite.
+	DenyWrite []Path
+
+	// Settings is the validated settings the policy was compiled from; the
+	// network and process rules are read from it directly.
+	Settings *settings.Settings
+
+	// Notes are human-readable remarks about rules that had no effect (a
+	// write root that does not exist, a glob that matched nothing), for
+	// debug output.
+	Notes []string
+}
+
+// Env is what Compile needs to know about the caller's process.
+type Env struct {
+	// Cwd is the working directory relative paths are resolved against.
+	// Empty means os.Getwd.
+	Cwd string
+	// Home is the home directory "~" expands to. Empty means os.UserHomeDir.
+	Home string
+}
+
+// ErrUnenforceable is wrapped by errors for rules this host cannot enforce.
+// Callers must refuse to run, never run with a weaker policy.
+var ErrUnenforceable = errors.New("rule cannot be enforced")
+
+// Compile turns validated settings into a Policy. The mandatory
+// write-denies are always added unless filesystem.disabled; settings cannot
+// remove them. Paths are resolved against env; globs in the deny lists are
+// expanded now, so a file matching a glob that is created later is not
+// covered (on Linux; a later backend enforces names at creation time).
+func Compile(s *settings.Settings, env Env) (*Policy, error) {
+	if s == nil {
+		s = settings.Default()
+	}
+	var err error
+	if env.Cwd == "" {
+		if env.Cwd, err = os.Getwd(); err != nil {
+			return nil, fmt.Errorf("working directory: %w", err)
+		}
+	}
+	if env.Home == "" {
+		if env.Home, err = os.UserHomeDir(); err != nil {
+			return nil, fmt.Errorf("home directory: %w", err)
+		}
+	}
+	cwd, err := filepath.EvalSymlinks(env.Cwd)
+	if err != nil {
+		return nil, fmt.Errorf("working directory %s: %w", env.Cwd, err)
+	}
+	p := &Policy{Cwd: cwd, Home: env.Home, Settings: s, FilesystemDisabled: s.Filesystem.Disabled}
+	if p.FilesystemDisabled {
+		return p, nil
+	}
+	r := resolver{cwd: env.Cwd, home: env.Home, p: p}
+	fs := &s.Filesystem
+	p.DenyRead = r.entries("filesystem.denyRead", fs.DenyRead, true)
+	p.AllowRead = r.entries("filesystem.allowRead", fs.AllowRead, false)
+	p.AllowWrite = r.entries("filesystem.allowWrite", fs.AllowWrite, false)
+	p.AllowWrite = append(p.AllowWrite, r.defaultWritePaths()...)
+	p.DenyWrite = r.entries("filesystem.denyWrite", fs.DenyWrite, true)
+	// The mandatory denies are searched below the working directory and
+	// below every write root: a write root elsewhere (~, another checkout)
+	// holds shell rc files and git hooks just the same.
+	// At the top of the working directory and of the user's own write
+	// roots, every name is protected even when missing, so that it cannot
+	// be created either; elsewhere only the names that exist.
+	roots := []walkRoot{{cwd, true}}
+	for _, w := range p.AllowWrite {
+		if w.Kind == Dir {
+			roots = append(roots, walkRoot{w.Resolved, strings.HasPrefix(w.Rule, "filesystem.")})
+		}
+	}
+	md, err := mandatoryDenies(roots, s.SearchDepth(), fs.AllowGitConfig)
+	if err != nil {
+		return nil, err
+	}
+	p.DenyWrite = append(p.DenyWrite, md...)
+
+	// A write root that does not exist cannot be bound; say so and drop it.
+	p.AllowWrite = slices.DeleteFunc(p.AllowWrite, func(w Path) bool {
+		if w.Kind == Missing {
+			p.Notes = append(p.Notes, fmt.Sprintf("%s: %s does not exist; not writable", w.Rule, w.Literal))
+			return true
+		}
+		return false
+	})
+	// A deny that does not exist matters only where it could be created, that
+	// is inside a write root; elsewhere the path is read-only already.
+	p.DenyWrite = dedup(p.DenyWrite)
+	p.DenyWrite = slices.DeleteFunc(p.DenyWrite, func(d Path) bool {
+		return d.Kind == Missing && !p.creatable(d.Resolved)
+	})
+	for _, l := range []*[]Path{&p.DenyRead, &p.AllowRead, &p.AllowWrite} {
+		*l = dedup(*l)
+	}
+	// A protected name that is a symbolic link inside a write root cannot be
+	// made read-only: a mount lands on the link's target, and the link
+	// itself could be removed and replaced by a regular file. Refuse rather
+	// than run with a protection that does not hold.
+	for _, d := range p.DenyWrite {
+		if d.symlink && p.creatable(d.parentResolved()) {
+			return nil, fmt.Errorf("%s: %s is a symbolic link inside a writable directory, and a link cannot be made read-only; replace the link with the file, or add its directory to filesystem.denyWrite: %w", d.Rule, d.Literal, ErrUnenforceable)
+		}
+	}
+	return p, nil
+}
+
+// Readable reports whether path (absolute, resolved) is readable under p:
+// the most specific DenyRead or AllowRead entry at or above it decides, and
+// an exact tie goes to AllowRead (seed 003: "allowRead a priorité sur
+// denyRead", a more specific deny still wins).
+func (p *Policy) Readable(path string) bool {
+	if p.FilesystemDisabled {
+		return true
+	}
+	deny, allow := longestPrefix(p.DenyRead, path), longestPrefix(p.AllowRead, path)
+	return deny < 0 || allow >= deny
+}
+
+// Writable reports whether path (absolute, resolved) is writable under p:
+// inside a write root, outside every DenyWrite, and readable.
+func (p *Policy) Writable(path string) bool {
+	if p.FilesystemDisabled {
+		return true
+	}
+	return longestPrefix(p.AllowWrite, path) >= 0 && longestPrefix(p.DenyWrite, path) < 0 && p.Readable(path)
+}
+
+// creatable reports whether a new name could be created at path: it lies in
+// a write root, is readable, and no DenyWrite entry strictly above it
+// already covers it.
+func (p *Policy) creatable(path string) bool {
+	if longestPrefix(p.AllowWrite, path) < 0 || !p.Readable(path) {
+		return false
+	}
+	for _, d := range p.DenyWrite {
+		if d.Resolved != path && Within(path, d.Resolved) {
+			return false
+		}
+	}
+	return true
+}
+
+// longestPrefix returns the length of the longest entry of list that is path
+// or an ancestor of it, or -1.
+func longestPrefix(list []Path, path string) int {
+	best := -1
+	for _, e := range list {
+		if Within(path, e.Resolved) && len(e.Resolved) > best {
+			best = len(e.Resolved)
+		}
+	}
+	return best
+}
+
+// Within reports whether path is root or lies below it. Both must be clean
+// absolute paths.
+func Within(path, root string) bool {
+	if root == "/" {
+		return true
+	}
+	return path == root || strings.HasPrefix(path, root) && path[len(root)] == '/'
+}
+
+func dedup(l []Path) []Path {
+	seen := make(map[string]bool, len(l))
+	return slices.DeleteFunc(l, func(p Path) bool {
+		if seen[p.Resolved] {
+			return true
+		}
+		seen[p.Resolved] = true
+		return false
+	})
+}

@@ -1,0 +1,134 @@
+package policy
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
+	"github.com/srt-go/srt/settings"
+)
+
+// resolver turns settings path entries into Paths.
+type resolver struct {
+	cwd, home string
+	p         *Policy
+}
+
+// abs expands "~", "~/x" and relative paths (against the working
+// directory, as the reference does) and cleans the result.
+func (r *resolver) abs(path string) string {
+	switch {
+	case path == "~":
+		path = r.home
+	case strings.HasPrefix(path, "~/"):
+		path = filepath.Join(r.home, path[2:])
+	case !filepath.IsAbs(path):
+		path = filepath.Join(r.cwd, path)
+	}
+	return filepath.Clean(path)
+}
+
+// isGlob reports whether a non-literal entry is a pattern.
+func isGlob(s string) bool { return strings.ContainsAny(s, "*?[{") }
+
+// entries resolves one settings list. Globs are expanded against the
+// filesystem now; deny says the list is a deny list, used only to word the
+// notes.
+func (r *resolver) entries(key string, list []settings.PathEntry, deny bool) []Path {
+	var out []Path
+	for i, e := range list {
+		rule := fmt.Sprintf("%s[%d]", key, i)
+		path := r.abs(e.Path)
+		if e.Literal || !isGlob(e.Path) {
+			out = append(out, makePath(path, rule))
+			continue
+		}
+		// "dir/**" means the directory itself.
+		if base, ok := strings.CutSuffix(path, "/**"); ok && !isGlob(base) {
+			out = append(out, makePath(base, rule))
+			continue
+		}
+		matches := expandGlob(path)
+		if len(matches) == 0 {
+			r.p.Notes = append(r.p.Notes, fmt.Sprintf("%s: %q matches nothing now; files created later are not covered", rule, e.Path))
+		}
+		for _, m := range matches {
+			out = append(out, makePath(m, rule))
+		}
+	}
+	_ = deny
+	return out
+}
+
+// expandGlob returns the existing paths matching an absolute pattern.
+// doublestar gives real "**" semantics ("**/.env" matches ".env" too).
+// Symbolic links are matched but not followed while walking.
+func expandGlob(pattern string) []string {
+	base, pat := doublestar.SplitPattern(pattern)
+	var out []string
+	_ = doublestar.GlobWalk(os.DirFS(base), pat, func(p string, _ fs.DirEntry) error {
+		out = append(out, filepath.Join(base, p))
+		return nil
+	}, doublestar.WithNoFollow())
+	return out
+}
+
+// defaultWritePaths are the reference's always-writable paths, each added
+// only when it exists and is readable under the policy.
+func (r *resolver) defaultWritePaths() []Path {
+	var out []Path
+	for _, d := range []string{"/tmp/claude", filepath.Join(r.home, ".npm/_logs"), filepath.Join(r.home, ".claude/debug")} {
+		p := makePath(d, "default write path")
+		if p.Kind == Dir && r.p.Readable(p.Resolved) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// makePath builds a Path for an absolute, clean path.
+func makePath(lit, rule string) Path {
+	p := Path{Literal: lit, Rule: rule, literalParent: resolveMissing(filepath.Dir(lit))}
+	if fi, err := os.Lstat(lit); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		p.symlink = true
+	}
+	p.Resolved = resolveMissing(lit)
+	if fi, err := os.Stat(p.Resolved); err == nil {
+		p.Kind = File
+		if fi.IsDir() {
+			p.Kind = Dir
+		}
+	}
+	return p
+}
+
+// resolveMissing resolves every symlink in path. Where path does not exist,
+// the longest existing prefix is resolved and the rest appended; a dangling
+// link resolves to its target's spelling.
+func resolveMissing(path string) string { return resolveMissingDepth(path, 40) }
+
+// resolveMissingDepth is resolveMissing with a bound on link chains, so a
+// loop of dangling links ends.
+func resolveMissingDepth(path string, n int) string {
+	if n == 0 {
+		return path
+	}
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		return r
+	}
+	if t, err := os.Readlink(path); err == nil {
+		if !filepath.IsAbs(t) {
+			t = filepath.Join(filepath.Dir(path), t)
+		}
+		return resolveMissingDepth(filepath.Clean(t), n-1)
+	}
+	dir, base := filepath.Split(path)
+	dir = filepath.Clean(dir)
+	if dir == path {
+		return path
+	}
+	return filepath.Join(resolveMissingDepth(dir, n-1), base)
+}

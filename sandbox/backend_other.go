@@ -1,0 +1,16 @@
+//go:build !linux
+
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+
+	"github.com/srt-go/srt/settings"
+)
+
+func newHost(*settings.Settings, *slog.Logger) (host, error) {
+	return nil, fmt.Errorf("sandbox: no backend for %s yet: %w", runtime.GOOS, errors.ErrUnsupported)
+}

@@ -1,0 +1,338 @@
+package linux
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// The guardian is a small process, srt's own binary started with
+// GuardianArg, that owns every change srt makes to the host filesystem for
+// one sandbox: it creates the placeholders, and removes them once the
+// sandbox is gone. It lives in its own session and outlives srt, so that
+// even when srt is killed with SIGKILL no placeholder is left behind: the
+// guardian sees its socket close, waits for bubblewrap and the sandbox's
+// PID 1 to be dead (pidfd), and cleans up.
+//
+// Several sandboxes may share a placeholder (two runs in one directory).
+// Each holds a shared flock(2) on a lock file named after the path in the
+// state directory; only a guardian that can take the lock exclusively, so
+// the last user, removes the placeholder. Removing it earlier would detach
+// the mount in the other sandbox (unlinking a mount point in another mount
+// namespace lazily unmounts it, Linux ≥ 3.18) and lift its protection.
+
+// GuardianArg is the argument that makes srt's binary run as a guardian.
+const GuardianArg = "--srt-guardian"
+
+type guardianRequest struct {
+	Op   string `json:"op"` // "create", "adopt" or "watch"
+	Path string `json:"path,omitempty"`
+	Dir  bool   `json:"dir,omitempty"`
+	PIDs []int  `json:"pids,omitempty"`
+}
+
+type guardianReply struct {
+	Created bool   `json:"created,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+// guardian is srt's handle on its guardian process.
+type guardian struct {
+	cmd  *exec.Cmd
+	conn *os.File
+	rd   *bufio.Reader
+}
+
+// startGuardian starts the guardian for one sandbox.
+func startGuardian(stateDir string) (*guardian, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("guardian socketpair: %w", err)
+	}
+	ours, theirs := os.NewFile(uintptr(fds[0]), "guardian"), os.NewFile(uintptr(fds[1]), "guardian")
+	defer theirs.Close()
+	cmd := exec.Command("/proc/self/exe", GuardianArg, stateDir)
+	cmd.ExtraFiles = []*os.File{theirs}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		ours.Close()
+		return nil, fmt.Errorf("starting guardian: %w", err)
+	}
+	return &guardian{cmd: cmd, conn: ours, rd: bufio.NewReader(ours)}, nil
+}
+
+func (g *guardian) call(req guardianRequest) (guardianReply, error) {
+	var rep guardianReply
+	b, _ := json.Marshal(req)
+	if _, err := g.conn.Write(append(b, '\n')); err != nil {
+		return rep, fmt.Errorf("guardian: %w", err)
+	}
+	line, err := g.rd.ReadBytes('\n')
+	if err != nil {
+		return rep, fmt.Errorf("guardian: %w", err)
+	}
+	if err := json.Unmarshal(line, &rep); err != nil {
+		return rep, fmt.Errorf("guardian reply: %w", err)
+	}
+	if rep.Error != "" {
+		return rep, errors.New(rep.Error)
+	}
+	return rep, nil
+}
+
+// finish tells the guardian the sandbox is over and waits for its cleanup.
+func (g *guardian) finish() error {
+	g.conn.Close()
+	return g.cmd.Wait()
+}
+
+// RunGuardian is the guardian's main function; args are the arguments after
+// GuardianArg. It never returns.
+func RunGuardian(args []string) {
+	// Terminal and job-control signals must not cut the cleanup short.
+	signal.Ignore(unix.SIGINT, unix.SIGHUP, unix.SIGTERM, unix.SIGQUIT, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU)
+	if len(args) != 1 {
+		os.Exit(125)
+	}
+	g := &guardianState{locks: filepath.Join(args[0], "locks")}
+	conn := os.NewFile(3, "guardian")
+	rd := bufio.NewReader(conn)
+	for {
+		line, err := rd.ReadBytes('\n')
+		if err != nil {
+			break
+		}
+		var req guardianRequest
+		var rep guardianReply
+		if err := json.Unmarshal(line, &req); err != nil {
+			rep.Error = err.Error()
+		} else {
+			rep, err = g.handle(req)
+			if err != nil {
+				rep.Error = err.Error()
+			}
+		}
+		b, _ := json.Marshal(rep)
+		conn.Write(append(b, '\n'))
+	}
+	conn.Close()
+	g.waitDead()
+	g.cleanup()
+	os.Exit(0)
+}
+
+type held struct {
+	path, lock string
+	fd         int
+}
+
+type guardianState struct {
+	locks string
+	held  []held
+	pids  []int
+}
+
+func (g *guardianState) handle(req guardianRequest) (guardianReply, error) {
+	switch req.Op {
+	case "create":
+		created, err := g.acquire(req.Path, req.Dir, true)
+		return guardianReply{Created: created}, err
+	case "adopt":
+		_, err := g.acquire(req.Path, req.Dir, false)
+		return guardianReply{}, err
+	case "watch":
+		g.pids = append(g.pids, req.PIDs...)
+		return guardianReply{}, nil
+	}
+	return guardianReply{}, fmt.Errorf("unknown guardian op %q", req.Op)
+}
+
+func lockName(dir, path string) string {
+	sum := sha256.Sum256([]byte(path))
+	return filepath.Join(dir, hex.EncodeToString(sum[:16]))
+}
+
+// acquire takes a shared lock on path's lock file and, when create is set,
+// creates the placeholder if nothing is there. The lock is taken
+// exclusively while the path is checked and created, then downgraded; as a
+// downgrade is not atomic in flock(2), the lock file and the placeholder are
+// checked again afterwards, and the whole step retried if another guardian
+// removed them in between. With create unset (adopt), an existing
+// placeholder of another sandbox is shared; a path with no lock file is not
+// a placeholder and is left alone.
+func (g *guardianState) acquire(path string, dir, create bool) (bool, error) {
+	lock := lockName(g.locks, path)
+	for _, h := range g.held {
+		if h.path == path {
+			return false, nil // flock(2) locks of one process would deadlock
+		}
+	}
+	for range 100 {
+		flags := unix.O_RDWR | unix.O_CLOEXEC | unix.O_NOFOLLOW
+		if create {
+			flags |= unix.O_CREAT
+		}
+		fd, err := unix.Open(lock, flags, 0o600)
+		if errors.Is(err, unix.ENOENT) && !create {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("placeholder lock %s: %w", lock, err)
+		}
+		if err := unix.Flock(fd, unix.LOCK_EX); err != nil {
+			unix.Close(fd)
+			return false, fmt.Errorf("placeholder lock: %w", err)
+		}
+		if !sameFile(fd, lock) {
+			unix.Close(fd)
+			continue
+		}
+		created := false
+		if create {
+			created, err = createPlaceholder(path, dir)
+			if err != nil {
+				unix.Unlink(lock)
+				unix.Close(fd)
+				return false, err
+			}
+			if created {
+				writeMarker(fd, path)
+			}
+		}
+		if err := unix.Flock(fd, unix.LOCK_SH); err != nil {
+			unix.Close(fd)
+			return false, fmt.Errorf("placeholder lock: %w", err)
+		}
+		if !sameFile(fd, lock) || create && !exists(path) {
+			unix.Close(fd)
+			continue
+		}
+		g.held = append(g.held, held{path: path, lock: lock, fd: fd})
+		return created, nil
+	}
+	return false, fmt.Errorf("placeholder %s: lock kept changing", path)
+}
+
+// createPlaceholder creates an empty file or directory at path, refusing to
+// follow any symbolic link on the way (openat2 RESOLVE_NO_SYMLINKS). It
+// reports false when something already exists there.
+func createPlaceholder(path string, dir bool) (bool, error) {
+	parent, name := filepath.Split(path)
+	pfd, err := unix.Openat2(unix.AT_FDCWD, parent, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS,
+	})
+	if err != nil {
+		return false, fmt.Errorf("placeholder %s: %w", path, err)
+	}
+	defer unix.Close(pfd)
+	if dir {
+		err = unix.Mkdirat(pfd, name, 0o755)
+	} else {
+		var fd int
+		fd, err = unix.Openat(pfd, name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+		if err == nil {
+			unix.Close(fd)
+		}
+	}
+	if errors.Is(err, unix.EEXIST) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("placeholder %s: %w", path, err)
+	}
+	return true, nil
+}
+
+// writeMarker records the placeholder's identity in its lock file, so that
+// whichever guardian is last can tell the placeholder from a file a person
+// created at the same name.
+func writeMarker(fd int, path string) {
+	var st unix.Stat_t
+	if unix.Lstat(path, &st) != nil {
+		return
+	}
+	unix.Ftruncate(fd, 0)
+	unix.Pwrite(fd, []byte(fmt.Sprintf("%d %d\n", st.Dev, st.Ino)), 0)
+}
+
+func readMarker(fd int) (dev, ino uint64, ok bool) {
+	buf := make([]byte, 64)
+	n, _ := unix.Pread(fd, buf, 0)
+	f := strings.Fields(string(buf[:max(n, 0)]))
+	if len(f) != 2 {
+		return 0, 0, false
+	}
+	d, err1 := strconv.ParseUint(f[0], 10, 64)
+	i, err2 := strconv.ParseUint(f[1], 10, 64)
+	return d, i, err1 == nil && err2 == nil
+}
+
+func sameFile(fd int, path string) bool {
+	var a, b unix.Stat_t
+	return unix.Fstat(fd, &a) == nil && unix.Stat(path, &b) == nil && a.Dev == b.Dev && a.Ino == b.Ino
+}
+
+func exists(path string) bool {
+	var st unix.Stat_t
+	return unix.Lstat(path, &st) == nil
+}
+
+// waitDead waits until every watched process has exited, so that no
+// placeholder is removed while a sandbox that relies on it still runs.
+func (g *guardianState) waitDead() {
+	for _, pid := range g.pids {
+		fd, err := unix.PidfdOpen(pid, 0)
+		if err != nil {
+			continue // already gone
+		}
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		for {
+			if _, err := unix.Poll(fds, -1); err != unix.EINTR {
+				break
+			}
+		}
+		unix.Close(fd)
+	}
+}
+
+// cleanup removes, newest first, each placeholder no other sandbox holds,
+// provided it is still the empty file or directory that was created.
+func (g *guardianState) cleanup() {
+	for i := len(g.held) - 1; i >= 0; i-- {
+		h := g.held[i]
+		if unix.Flock(h.fd, unix.LOCK_EX|unix.LOCK_NB) != nil {
+			unix.Close(h.fd)
+			continue
+		}
+		var st unix.Stat_t
+		dev, ino, ok := readMarker(h.fd)
+		if ok && unix.Lstat(h.path, &st) == nil && uint64(st.Dev) == dev && st.Ino == ino {
+			switch st.Mode & unix.S_IFMT {
+			case unix.S_IFDIR:
+				unix.Rmdir(h.path)
+			case unix.S_IFREG:
+				if st.Size == 0 {
+					unix.Unlink(h.path)
+				}
+			}
+		}
+		unix.Unlink(h.lock)
+		unix.Close(h.fd)
+	}
+}
+
+var _ io.Reader

@@ -1,0 +1,429 @@
+package linux
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/srt-go/srt/policy"
+	"golang.org/x/sys/unix"
+)
+
+// Config is one command to run in a sandbox.
+type Config struct {
+	// Policy is the compiled policy to enforce. Required.
+	Policy *policy.Policy
+	// BwrapPath is bubblewrap's absolute path, from Probe.
+	BwrapPath string
+	// Argv is the command and its arguments, passed as they are (no shell).
+	// Argv[0] is looked up in PATH inside the sandbox.
+	Argv []string
+	// Env is the command's environment; SANDBOX_RUNTIME=1 and TMPDIR are
+	// added. Nil means os.Environ().
+	Env []string
+	// Dir is the working directory. Empty means the current one.
+	Dir string
+	// Stdin, Stdout and Stderr are as in os/exec.Cmd. When one of them is a
+	// terminal, the command gets a terminal of its own that srt relays (see
+	// terminal_linux.go).
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// KeepFDs are descriptors above 2 of this process to pass through to
+	// the command at the same numbers. They must be open.
+	KeepFDs []int
+	// Logger receives debug lines (the bwrap command line among them).
+	// Nil discards them.
+	Logger *slog.Logger
+}
+
+// SetupError is a failure of the sandbox itself, as opposed to the
+// command's own exit status: the command did not run. The CLI exits 125.
+type SetupError struct{ Err error }
+
+func (e *SetupError) Error() string { return e.Err.Error() }
+func (e *SetupError) Unwrap() error { return e.Err }
+
+func setupErr(format string, a ...any) error {
+	return &SetupError{Err: fmt.Errorf(format, a...)}
+}
+
+// Process is a running sandbox.
+type Process struct {
+	cmd      *exec.Cmd
+	guardian *guardian
+	term     *terminal
+	started  *os.File // read end of PID 1's "running" pipe
+	initPID  chan int
+	pid1     int
+	mu       sync.Mutex
+	log      *slog.Logger
+	waitOnce sync.Once
+	code     int
+	err      error
+}
+
+// Start runs cfg.Argv in a new sandbox and returns once bubblewrap has
+// started. ctx bounds the whole run: when it is done the sandbox is killed.
+// Errors are *SetupError.
+func Start(ctx context.Context, cfg Config) (*Process, error) {
+	lg := cfg.Logger
+	if lg == nil {
+		lg = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Policy == nil || len(cfg.Argv) == 0 {
+		return nil, setupErr("no policy or no command")
+	}
+	stateDir, err := StateDir()
+	if err != nil {
+		return nil, &SetupError{err}
+	}
+	plan := PlanMounts(cfg.Policy)
+
+	p := &Process{log: lg, initPID: make(chan int, 1)}
+	ok := false
+	defer func() {
+		if !ok {
+			p.abort()
+		}
+	}()
+
+	// Placeholders first, through the guardian, so that nothing srt
+	// creates on the host can outlive it.
+	adopt := adoptCandidates(cfg.Policy, plan)
+	if len(plan.Placeholders) > 0 || len(adopt) > 0 {
+		if p.guardian, err = startGuardian(stateDir); err != nil {
+			return nil, &SetupError{err}
+		}
+		for _, ph := range plan.Placeholders {
+			if _, err := p.guardian.call(guardianRequest{Op: "create", Path: ph.Path, Dir: ph.Dir}); err != nil {
+				return nil, setupErr("cannot protect %s (%s): %w", ph.Path, ph.Rule, err)
+			}
+			lg.Debug("placeholder", "path", ph.Path, "rule", ph.Rule)
+		}
+		for _, a := range adopt {
+			if _, err := p.guardian.call(guardianRequest{Op: "adopt", Path: a}); err != nil {
+				return nil, setupErr("cannot protect %s: %w", a, err)
+			}
+		}
+	}
+
+	dir := cfg.Dir
+	if dir == "" {
+		if dir, err = os.Getwd(); err != nil {
+			return nil, setupErr("working directory: %w", err)
+		}
+	}
+	tmpdir := filepath.Join(stateDir, "tmp")
+	env := cfg.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	env = setEnv(env, "SANDBOX_RUNTIME", "1")
+	env = setEnv(env, "TMPDIR", tmpdir)
+
+	// Descriptors: the user's pass-through ones keep their numbers, srt's
+	// own come after them.
+	next := 3
+	for _, fd := range cfg.KeepFDs {
+		next = max(next, fd+1)
+	}
+	extra := make([]*os.File, next-3)
+	for _, fd := range cfg.KeepFDs {
+		extra[fd-3] = os.NewFile(uintptr(fd), "user")
+	}
+	var closeAfterStart []*os.File
+	defer func() {
+		for _, f := range closeAfterStart {
+			f.Close()
+		}
+	}()
+	addFD := func(f *os.File) int {
+		extra = append(extra, f)
+		closeAfterStart = append(closeAfterStart, f)
+		return 3 + len(extra) - 1
+	}
+
+	exe, err := os.Open("/proc/self/exe")
+	if err != nil {
+		return nil, setupErr("opening srt's own binary: %w", err)
+	}
+	exeFD := addFD(exe)
+	specR, specW, err := os.Pipe()
+	if err != nil {
+		return nil, setupErr("pipe: %w", err)
+	}
+	defer specW.Close()
+	specFD := addFD(specR)
+	startedR, startedW, err := os.Pipe()
+	if err != nil {
+		return nil, setupErr("pipe: %w", err)
+	}
+	p.started = startedR
+	startedFD := addFD(startedW)
+	infoR, infoW, err := os.Pipe()
+	if err != nil {
+		return nil, setupErr("pipe: %w", err)
+	}
+	infoFD := addFD(infoW)
+
+	spec := initSpec{Argv: cfg.Argv, KeepFDs: cfg.KeepFDs, CloseFDs: []int{exeFD}, StartedFD: startedFD, Ctty: -1}
+
+	stdin, stdout, stderr := cfg.Stdin, cfg.Stdout, cfg.Stderr
+	if p.term, err = newTerminal(&stdin, &stdout, &stderr); err != nil {
+		return nil, &SetupError{err}
+	}
+	if p.term != nil {
+		spec.Ctty = p.term.ctty
+		closeAfterStart = append(closeAfterStart, p.term.tty)
+	}
+
+	// The options go through a sealed memfd (--args): no length limit, and
+	// bwrap's own command line stays short. The command itself must be on
+	// the command line; it holds only descriptor numbers.
+	args := bwrapArgs(cfg.Policy, plan, tmpdir, dir, infoFD)
+	lg.Debug("bwrap", "options", strings.Join(args, " "))
+	argsFile, err := memfile("srt-bwrap-args", []byte(strings.Join(args, "\x00")+"\x00"))
+	if err != nil {
+		return nil, setupErr("bwrap arguments: %w", err)
+	}
+	argsFD := addFD(argsFile)
+
+	specJSON, _ := json.Marshal(spec)
+	if _, err := specW.Write(specJSON); err != nil {
+		return nil, setupErr("init spec: %w", err)
+	}
+	specW.Close()
+
+	cmd := exec.Command(cfg.BwrapPath, "--args", strconv.Itoa(argsFD), "--",
+		fmt.Sprintf("/proc/self/fd/%d", exeFD), InitArg, strconv.Itoa(specFD))
+	cmd.Env = env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	cmd.ExtraFiles = extra
+	// bwrap --die-with-parent ties it to us, and its PID 1 to it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: unix.SIGKILL}
+	p.cmd = cmd
+	if err := cmd.Start(); err != nil {
+		infoR.Close()
+		return nil, setupErr("starting bubblewrap: %w", err)
+	}
+	for _, f := range closeAfterStart {
+		f.Close()
+	}
+	closeAfterStart = nil
+	go readInfo(infoR, p.initPID)
+	if p.guardian != nil {
+		if _, err := p.guardian.call(guardianRequest{Op: "watch", PIDs: []int{cmd.Process.Pid}}); err != nil {
+			return nil, setupErr("guardian: %w", err)
+		}
+	}
+	if p.term != nil {
+		p.term.start()
+	}
+	if ctx.Done() != nil {
+		go func() {
+			<-ctx.Done()
+			cmd.Process.Kill()
+		}()
+	}
+	ok = true
+	return p, nil
+}
+
+// abort undoes a Start that failed half-way.
+func (p *Process) abort() {
+	if p.cmd != nil && p.cmd.Process != nil {
+		p.cmd.Process.Kill()
+		p.cmd.Wait()
+	}
+	if p.term != nil {
+		p.term.close()
+	}
+	if p.guardian != nil {
+		p.guardian.finish()
+	}
+}
+
+// readInfo reads bubblewrap's --info-fd JSON for the sandbox PID 1's host
+// PID.
+func readInfo(r *os.File, out chan<- int) {
+	defer r.Close()
+	var info struct {
+		ChildPID int `json:"child-pid"`
+	}
+	if err := json.NewDecoder(bufio.NewReader(r)).Decode(&info); err == nil && info.ChildPID > 0 {
+		out <- info.ChildPID
+	}
+	close(out)
+}
+
+// Signal forwards sig to the command, through the sandbox's PID 1.
+func (p *Process) Signal(sig os.Signal) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pid1 == 0 {
+		select {
+		case pid, ok := <-p.initPID:
+			if ok {
+				p.pid1 = pid
+			}
+		default:
+		}
+	}
+	if p.pid1 == 0 {
+		return errors.New("sandbox not running yet")
+	}
+	return unix.Kill(p.pid1, sig.(syscall.Signal))
+}
+
+// Wait waits for the command and the sandbox's cleanup. It returns the
+// command's exit status (128+N when killed by signal N) with a nil error,
+// or a *SetupError when the sandbox itself failed and the command did not
+// run.
+func (p *Process) Wait() (int, error) {
+	p.waitOnce.Do(func() {
+		err := p.cmd.Wait()
+		if p.term != nil {
+			p.term.close()
+		}
+		var b [1]byte
+		n, _ := p.started.Read(b[:])
+		p.started.Close()
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+			p.code = 0
+		case errors.As(err, &ee):
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				p.code = exitSignalShift + int(ws.Signal())
+			} else {
+				p.code = ee.ExitCode()
+			}
+		default:
+			p.err = setupErr("waiting for bubblewrap: %w", err)
+		}
+		if p.err == nil && n == 0 {
+			p.err = setupErr("bubblewrap could not set up the sandbox (exit status %d); see its message above", p.code)
+		}
+		if p.guardian != nil {
+			if err := p.guardian.finish(); err != nil && p.err == nil {
+				p.err = setupErr("cleaning up placeholders: %w", err)
+			}
+		}
+	})
+	return p.code, p.err
+}
+
+// bwrapArgs builds bubblewrap's options. Namespaces: a user namespace with
+// every capability dropped, and new PID, network (only lo), IPC, UTS and
+// cgroup namespaces. --new-session puts the command in a session without
+// the caller's terminal (no TIOCSTI into it, CVE-2017-5226); when srt runs
+// in a terminal the command gets a pseudo-terminal of its own instead.
+func bwrapArgs(p *policy.Policy, plan Plan, tmpdir, dir string, infoFD int) []string {
+	s := p.Settings
+	a := []string{
+		"--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+		"--die-with-parent", "--new-session", "--as-pid-1", "--cap-drop", "ALL",
+		"--info-fd", strconv.Itoa(infoFD),
+	}
+	if !s.AllowNestedUserNamespaces {
+		a = append(a, "--disable-userns")
+	}
+	if !p.FilesystemDisabled {
+		a = append(a, "--ro-bind", "/", "/")
+	}
+	var remounts []string
+	for _, op := range plan.Ops {
+		if op.Kind == OpRemountRO {
+			remounts = append(remounts, op.Args()...)
+			continue
+		}
+		a = append(a, op.Args()...)
+	}
+	a = append(a, "--dev", "/dev")
+	if s.EnableWeakerNestedSandbox {
+		a = append(a, "--bind", "/proc", "/proc")
+	} else {
+		a = append(a, "--proc", "/proc")
+	}
+	// The command's private TMPDIR: a tmpfs at a mount point every sandbox
+	// of this user shares, private to this sandbox's mount namespace, so it
+	// leaves nothing on the host however the run ends.
+	a = append(a, "--perms", "0700", "--tmpfs", tmpdir)
+	a = append(a, remounts...)
+	a = append(a, "--chdir", dir)
+	return a
+}
+
+// adoptCandidates are protected paths that exist as empty files or
+// directories inside a write root: possibly another sandbox's placeholder,
+// which this sandbox must hold too so that it is not removed under it.
+func adoptCandidates(p *policy.Policy, plan Plan) []string {
+	var out []string
+	for _, op := range plan.Ops {
+		if op.Kind != OpROBind || op.Src != op.Dst || !strings.HasPrefix(op.Rule, "mandatory") && !strings.HasPrefix(op.Rule, "filesystem.denyWrite") {
+			continue
+		}
+		fi, err := os.Lstat(op.Dst)
+		if err != nil {
+			continue
+		}
+		if fi.Mode().IsRegular() && fi.Size() == 0 || fi.IsDir() && isEmptyDir(op.Dst) {
+			out = append(out, op.Dst)
+		}
+	}
+	_ = p
+	return out
+}
+
+func isEmptyDir(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	names, _ := f.Readdirnames(1)
+	return len(names) == 0
+}
+
+// memfile returns a sealed in-memory file holding b, positioned at 0.
+func memfile(name string, b []byte) (*os.File, error) {
+	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), name)
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return nil, err
+	}
+	unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE|unix.F_SEAL_SEAL)
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+func setEnv(env []string, k, v string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, k+"=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, k+"="+v)
+}
+
+var _ = bytes.MinRead
