@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"syscall"
 
+	"github.com/srt-go/srt/seccomp"
 	"golang.org/x/sys/unix"
 )
 
@@ -36,6 +37,13 @@ type initSpec struct {
 	// srt can tell bubblewrap's own set-up failures from the command's
 	// exit status.
 	StartedFD int `json:"startedFd"`
+	// ListenFD is a socket to srt over which PID 1 sends the proxy
+	// listeners it binds on the sandbox's loopback; -1 for none.
+	ListenFD  int          `json:"listenFd"`
+	Listeners []listenSpec `json:"listeners,omitempty"`
+	// Seccomp configures the seccomp filter installed before the command
+	// starts; it is never optional.
+	Seccomp seccomp.Options `json:"seccomp"`
 }
 
 // Exit statuses of PID 1 itself, as env(1) and timeout(1) use them.
@@ -83,7 +91,23 @@ func RunInit(args []string) {
 	}
 	// Nothing in PID 1 may be read or traced through /proc by the command.
 	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	if spec.ListenFD >= 0 {
+		if err := sendListeners(spec.ListenFD, spec.Listeners); err != nil {
+			fail(exitSetup, "network: %v", err)
+		}
+		unix.Close(spec.ListenFD)
+	}
 	closeOtherFDs(spec.KeepFDs)
+	// The seccomp filter goes on last, once nothing else needs a refused
+	// call; with TSYNC it covers PID 1's every thread and, inherited, the
+	// command and all its children. no_new_privs comes with it.
+	prog, err := seccomp.Build(spec.Seccomp)
+	if err == nil {
+		err = seccomp.Install(prog)
+	}
+	if err != nil {
+		fail(exitSetup, "seccomp filter: %v; refusing to run without it", err)
+	}
 
 	path, err := exec.LookPath(spec.Argv[0])
 	if err != nil {

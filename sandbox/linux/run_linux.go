@@ -17,7 +17,10 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/srt-go/srt/netrule"
 	"github.com/srt-go/srt/policy"
+	"github.com/srt-go/srt/proxy"
+	"github.com/srt-go/srt/seccomp"
 	"golang.org/x/sys/unix"
 )
 
@@ -46,6 +49,9 @@ type Config struct {
 	// Logger receives debug lines (the bwrap command line among them).
 	// Nil discards them.
 	Logger *slog.Logger
+	// OnViolation is called for each refused network connection; it must
+	// not block. Nil ignores them.
+	OnViolation func(proxy.Violation)
 }
 
 // SetupError is a failure of the sandbox itself, as opposed to the
@@ -64,6 +70,7 @@ type Process struct {
 	cmd      *exec.Cmd
 	guardian *guardian
 	term     *terminal
+	net      *network
 	started  *os.File // read end of PID 1's "running" pipe
 	initPID  chan int
 	pid1     int
@@ -178,7 +185,22 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	}
 	infoFD := addFD(infoW)
 
-	spec := initSpec{Argv: cfg.Argv, KeepFDs: cfg.KeepFDs, CloseFDs: []int{exeFD}, StartedFD: startedFD, Ctty: -1}
+	spec := initSpec{
+		Argv: cfg.Argv, KeepFDs: cfg.KeepFDs, CloseFDs: []int{exeFD}, StartedFD: startedFD, Ctty: -1,
+		ListenFD: -1,
+		Seccomp: seccomp.Options{
+			AllowUnixSockets:          cfg.Policy.Settings.Network.AllowAllUnixSockets,
+			AllowNestedUserNamespaces: cfg.Policy.Settings.AllowNestedUserNamespaces,
+		},
+	}
+	var listenEnd *os.File
+	if p.net, listenEnd, err = newNetwork(cfg.Policy.Settings, cfg.OnViolation, lg); err != nil {
+		return nil, &SetupError{err}
+	}
+	spec.ListenFD = addFD(listenEnd)
+	spec.Listeners = sandboxListeners()
+	srtPath, _ := os.Executable()
+	env = proxyEnv(env, srtPath)
 
 	stdin, stdout, stderr := cfg.Stdin, cfg.Stdout, cfg.Stderr
 	if p.term, err = newTerminal(&stdin, &stdout, &stderr); err != nil {
@@ -223,6 +245,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	}
 	closeAfterStart = nil
 	go readInfo(infoR, p.initPID)
+	p.net.serve()
 	if p.guardian != nil {
 		if _, err := p.guardian.call(guardianRequest{Op: "watch", PIDs: []int{cmd.Process.Pid}}); err != nil {
 			return nil, setupErr("guardian: %w", err)
@@ -241,6 +264,10 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	return p, nil
 }
 
+// SetNetworkPolicy replaces the network rules of the running sandbox; new
+// connections and requests are judged by them (--control-fd).
+func (p *Process) SetNetworkPolicy(pol *netrule.Policy) { p.net.SetPolicy(pol) }
+
 // abort undoes a Start that failed half-way.
 func (p *Process) abort() {
 	if p.cmd != nil && p.cmd.Process != nil {
@@ -249,6 +276,9 @@ func (p *Process) abort() {
 	}
 	if p.term != nil {
 		p.term.close()
+	}
+	if p.net != nil {
+		p.net.close()
 	}
 	if p.guardian != nil {
 		p.guardian.finish()
@@ -297,6 +327,7 @@ func (p *Process) Wait() (int, error) {
 		if p.term != nil {
 			p.term.close()
 		}
+		p.net.close()
 		var b [1]byte
 		n, _ := p.started.Read(b[:])
 		p.started.Close()

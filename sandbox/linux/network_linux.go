@@ -1,0 +1,300 @@
+package linux
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+
+	"github.com/srt-go/srt/netrule"
+	"github.com/srt-go/srt/proxy"
+	"github.com/srt-go/srt/relay"
+	"github.com/srt-go/srt/settings"
+	"golang.org/x/sys/unix"
+)
+
+// The sandbox's network: a network namespace with only lo, in which PID 1
+// binds the proxy ports on the sandbox's own loopback and hands the
+// listening sockets to srt over an inherited socket pair (SCM_RIGHTS).
+// srt then serves its filtering proxies directly on them, from outside the
+// sandbox: no relay process runs inside, no unix socket of the host is
+// reachable from inside, and there is no credential to steal (the
+// listeners exist only in this sandbox's network namespace, so no other
+// process on the host can connect to them).
+const (
+	// HTTPProxyPort is the HTTP proxy's port on the sandbox's loopback,
+	// as in the reference.
+	HTTPProxyPort = 3128
+	// SOCKSProxyPort is the SOCKS5 proxy's port on the sandbox's loopback.
+	SOCKSProxyPort = 1080
+)
+
+// listenSpec is one socket PID 1 binds inside the sandbox.
+type listenSpec struct {
+	Name string `json:"name"` // "http" or "socks5"
+	Addr string `json:"addr"` // "127.0.0.1:3128", "[::1]:3128"
+}
+
+func sandboxListeners() []listenSpec {
+	var out []listenSpec
+	for _, l := range []struct {
+		name string
+		port int
+	}{{"http", HTTPProxyPort}, {"socks5", SOCKSProxyPort}} {
+		for _, a := range relay.LoopbackAddrs(l.port) {
+			out = append(out, listenSpec{Name: l.name, Addr: a})
+		}
+	}
+	return out
+}
+
+// network is the host side of one sandbox's egress.
+type network struct {
+	srv    *proxy.Server
+	conn   *os.File // our end of the socket pair
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	log    *slog.Logger
+	// external ports: the user's own proxies on the host's loopback.
+	httpPort, socksPort int
+}
+
+// newNetwork starts the session's proxies (not yet listening) and returns
+// it with the socket pair end to pass to PID 1.
+func newNetwork(s *settings.Settings, onViolation func(proxy.Violation), lg *slog.Logger) (*network, *os.File, error) {
+	pol, err := netrule.Compile(netrule.Rules{
+		Allowed:             s.Network.AllowedDomains,
+		Denied:              s.Network.DeniedDomains,
+		DeniedReasons:       s.Network.DeniedDomainReasons,
+		AllowlistDenyReason: s.Network.AllowlistDenyReason,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("network rules: %w", err)
+	}
+	srv, err := proxy.New(proxy.Config{Policy: pol, OnViolation: onViolation, Logger: lg})
+	if err != nil {
+		return nil, nil, err
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		srv.Close()
+		return nil, nil, fmt.Errorf("socketpair: %w", err)
+	}
+	n := &network{
+		srv: srv, conn: os.NewFile(uintptr(fds[0]), "listeners"), log: lg,
+		httpPort: s.Network.HTTPProxyPort, socksPort: s.Network.SOCKSProxyPort,
+	}
+	return n, os.NewFile(uintptr(fds[1]), "listeners"), nil
+}
+
+// SetPolicy replaces the network rules for the running sandbox.
+func (n *network) SetPolicy(p *netrule.Policy) { n.srv.SetPolicy(p) }
+
+// serve receives the listening sockets from PID 1 and serves the proxies
+// on them until close.
+func (n *network) serve() {
+	ctx, cancel := context.WithCancel(context.Background())
+	n.cancel = cancel
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		lns, err := recvListeners(n.conn)
+		if err != nil {
+			n.log.Debug("network", "error", err)
+			return
+		}
+		for _, l := range lns {
+			n.wg.Add(1)
+			go func() {
+				defer n.wg.Done()
+				n.serveOne(ctx, l)
+			}()
+		}
+	}()
+}
+
+type namedListener struct {
+	name string
+	ln   net.Listener
+}
+
+func (n *network) serveOne(ctx context.Context, l namedListener) {
+	switch {
+	case l.name == "http" && n.httpPort != 0:
+		forward(ctx, l.ln, n.httpPort)
+	case l.name == "socks5" && n.socksPort != 0:
+		forward(ctx, l.ln, n.socksPort)
+	case l.name == "http":
+		n.srv.HTTP().Serve(ctx, l.ln)
+	default:
+		n.srv.SOCKS5().Serve(ctx, l.ln)
+	}
+}
+
+// forward relays every connection to the user's own proxy on the host's
+// loopback (network.httpProxyPort / socksProxyPort): that proxy does the
+// filtering.
+func forward(ctx context.Context, ln net.Listener, port int) {
+	go func() { <-ctx.Done(); ln.Close() }()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			var d net.Dialer
+			up, err := d.DialContext(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+			if err != nil {
+				c.Close()
+				return
+			}
+			relay.Pipe(c, up)
+		}()
+	}
+}
+
+func (n *network) close() {
+	if n.cancel != nil {
+		n.cancel()
+	}
+	n.conn.Close()
+	n.srv.Close()
+	n.wg.Wait()
+}
+
+// recvListeners reads the one message PID 1 sends: a JSON list of names
+// and the matching descriptors.
+func recvListeners(conn *os.File) ([]namedListener, error) {
+	buf := make([]byte, 4096)
+	oob := make([]byte, unix.CmsgSpace(16*4))
+	n, oobn, _, _, err := unix.Recvmsg(int(conn.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("receiving listeners: %w", err)
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("receiving listeners: sandbox ended")
+	}
+	var names []string
+	if err := json.Unmarshal(buf[:n], &names); err != nil {
+		return nil, fmt.Errorf("receiving listeners: %w", err)
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return nil, fmt.Errorf("receiving listeners: bad control message")
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != len(names) {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		return nil, fmt.Errorf("receiving listeners: %d descriptors for %d names", len(fds), len(names))
+	}
+	var out []namedListener
+	for i, fd := range fds {
+		f := os.NewFile(uintptr(fd), names[i])
+		ln, err := net.FileListener(f)
+		f.Close()
+		if err != nil {
+			continue
+		}
+		out = append(out, namedListener{names[i], ln})
+	}
+	return out, nil
+}
+
+// sendListeners is PID 1's side: bind each spec on the sandbox's loopback
+// and send the sockets. An IPv6 address that the namespace lacks is
+// skipped.
+func sendListeners(fd int, specs []listenSpec) error {
+	var names []string
+	var fds []int
+	for _, s := range specs {
+		ln, err := net.Listen("tcp", s.Addr)
+		if err != nil {
+			continue
+		}
+		f, err := ln.(*net.TCPListener).File()
+		ln.Close()
+		if err != nil {
+			continue
+		}
+		defer f.Close()
+		names = append(names, s.Name)
+		fds = append(fds, int(f.Fd()))
+	}
+	if len(fds) == 0 {
+		return fmt.Errorf("no proxy port could be bound on the sandbox's loopback")
+	}
+	b, _ := json.Marshal(names)
+	return unix.Sendmsg(fd, b, unix.UnixRights(fds...), nil, 0)
+}
+
+// proxyEnv is the environment that points clients at the proxies, and
+// GIT_SSH_COMMAND, which sends ssh through the HTTP proxy with srt's own
+// binary as its ProxyCommand.
+func proxyEnv(env []string, srtPath string) []string {
+	for _, kv := range proxy.Env(HTTPProxyPort, SOCKSProxyPort) {
+		k, v, _ := cutKV(kv)
+		env = setEnv(env, k, v)
+	}
+	java := proxy.MergeJavaToolOptions(getEnv(env, "JAVA_TOOL_OPTIONS"), HTTPProxyPort)
+	env = setEnv(env, "JAVA_TOOL_OPTIONS", java)
+	if srtPath != "" {
+		env = setEnv(env, "GIT_SSH_COMMAND", fmt.Sprintf(`ssh -o ProxyCommand="%s %s %%h %%p"`, shellQuote(srtPath), ProxyConnectArg))
+	}
+	return env
+}
+
+// ProxyConnectArg makes srt's binary act as ssh's ProxyCommand: it opens a
+// CONNECT tunnel through the sandbox's HTTP proxy.
+const ProxyConnectArg = "--proxy-connect"
+
+// RunProxyConnect is the ProxyCommand's main function; args are host and
+// port. It never returns.
+func RunProxyConnect(args []string) {
+	if len(args) != 2 {
+		fmt.Fprintf(os.Stderr, "usage: srt %s HOST PORT\n", ProxyConnectArg)
+		os.Exit(2)
+	}
+	err := relay.ProxyCommand(context.Background(), net.JoinHostPort("127.0.0.1", strconv.Itoa(HTTPProxyPort)),
+		net.JoinHostPort(args[0], args[1]), os.Stdin, os.Stdout, os.Stderr)
+	if err != nil {
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+func cutKV(kv string) (string, string, bool) {
+	for i := 0; i < len(kv); i++ {
+		if kv[i] == '=' {
+			return kv[:i], kv[i+1:], true
+		}
+	}
+	return kv, "", false
+}
+
+func getEnv(env []string, k string) string {
+	for _, kv := range env {
+		if kk, v, _ := cutKV(kv); kk == k {
+			return v
+		}
+	}
+	return ""
+}
+
+// shellQuote quotes s for sh(1) with single quotes.
+func shellQuote(s string) string {
+	out := []byte{'\''}
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\'' {
+			out = append(out, `'\''`...)
+		} else {
+			out = append(out, s[i])
+		}
+	}
+	return string(append(out, '\''))
+}
