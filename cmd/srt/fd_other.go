@@ -2,6 +2,8 @@
 
 package main
 
-import "errors"
+import "os"
 
-func fcntlGetFD(int) (int, error) { return 0, errors.ErrUnsupported }
+var forwardedSignals = []os.Signal{os.Interrupt}
+
+func inheritedFDs() []int { return nil }

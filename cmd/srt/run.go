@@ -11,9 +11,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 
 	"github.com/srt-go/srt/sandbox"
 	"github.com/srt-go/srt/settings"
@@ -132,7 +129,7 @@ func run(args []string, stdin *os.File, stdout, stderr *os.File) int {
 	cmd.KeepFDs = inheritedFDs()
 
 	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
+	signal.Notify(sigs, forwardedSignals...)
 	defer signal.Stop(sigs)
 	if err := cmd.Start(); err != nil {
 		return fail("%v", err)
@@ -205,27 +202,3 @@ func loadSettings(path string) (*settings.Settings, error) {
 	}
 	return nil, err
 }
-
-// inheritedFDs lists the descriptors above 2 that srt's caller passed
-// (open and not close-on-exec), so the command gets them too.
-func inheritedFDs() []int {
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		return nil
-	}
-	var out []int
-	for _, e := range ents {
-		fd, err := strconv.Atoi(e.Name())
-		if err != nil || fd <= 2 {
-			continue
-		}
-		flags, err := fcntlGetFD(fd)
-		if err != nil || flags&syscall.FD_CLOEXEC != 0 {
-			continue
-		}
-		out = append(out, fd)
-	}
-	return out
-}
-
-var _ = strings.TrimSpace

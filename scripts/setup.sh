@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what srt and its tests need on a Debian/Ubuntu machine. As root it
+# installs the packages; otherwise it only checks and says what is missing.
+set -euo pipefail
+
+pkgs=(bubblewrap git curl ca-certificates python3 procps bsdutils tmux jq hyperfine time
+      openssh-client openssh-server passwd util-linux nodejs npm)
+
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# The machine may carry its own Node.js outside Debian's packages.
+if command -v node >/dev/null && command -v npm >/dev/null; then
+	missing=("${missing[@]/nodejs}"); missing=("${missing[@]/npm}")
+fi
+missing=($(printf '%s\n' "${missing[@]}" | grep -v '^$' || true))
+
+if ((${#missing[@]})); then
+	if [[ $(id -u) -ne 0 ]]; then
+		echo "setup: missing packages: ${missing[*]}; install them as root (apt-get install -y ${missing[*]})" >&2
+		exit 1
+	fi
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+command -v go >/dev/null || { echo "setup: Go is not installed (https://go.dev/dl/)" >&2; exit 1; }

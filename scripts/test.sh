@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Sets up the machine and runs every test: formatting, vet, the unit tests,
+# and the end-to-end suite through the real bubblewrap, as root and as an
+# unprivileged user the suite creates. Run as root on a fresh Debian machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/setup.sh
+
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [[ -n $unformatted ]]; then
+	echo "gofmt would change: $unformatted" >&2
+	exit 1
+fi
+echo "== go vet"
+go vet ./...
+echo "== cross builds (darwin, windows)"
+GOOS=darwin GOARCH=arm64 go build -o /dev/null ./cmd/srt
+GOOS=windows GOARCH=amd64 go build -o /dev/null ./cmd/srt
+echo "== go test"
+go test -count=1 -timeout 20m ./...
