@@ -36,6 +36,8 @@ Options (read only before COMMAND):
                         read everywhere, write nowhere, no network)
   -c STRING             run STRING with your shell
   -d, --debug           debug lines on stderr (also SRT_DEBUG=1)
+  --check               print, guarantee by guarantee, what this host can
+                        enforce; exit 0 when everything is, else 1
   -V, --version         print the version and exit
   -h, --help            print this help and exit
 
@@ -51,6 +53,7 @@ type options struct {
 	debug        bool
 	version      bool
 	help         bool
+	check        bool
 	args         []string
 }
 
@@ -69,6 +72,7 @@ func parseArgs(args []string) (*options, error) {
 	fl.BoolVar(&o.version, "version", false, "")
 	fl.BoolVar(&o.help, "h", false, "")
 	fl.BoolVar(&o.help, "help", false, "")
+	fl.BoolVar(&o.check, "check", false, "")
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			o.help = true
@@ -100,6 +104,9 @@ func run(args []string, stdin *os.File, stdout, stderr *os.File) int {
 	if o.version {
 		fmt.Fprintf(stdout, "srt %s\n", version)
 		return 0
+	}
+	if o.check {
+		return check(o.settingsPath, stdout, stderr)
 	}
 	argv, err := commandLine(o)
 	if err != nil {

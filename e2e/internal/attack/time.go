@@ -1,0 +1,5 @@
+package main
+
+import "time"
+
+func timeNowPlus() time.Time { return time.Now().Add(time.Second) }

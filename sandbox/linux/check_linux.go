@@ -1,0 +1,91 @@
+package linux
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/srt-go/srt/seccomp"
+	"golang.org/x/sys/unix"
+)
+
+// Guarantee is one isolation property and whether this host enforces it.
+type Guarantee struct {
+	// Name says what is guaranteed, e.g. "network isolation".
+	Name string
+	// OK reports whether srt enforces it on this host.
+	OK bool
+	// Detail says how, or why not and what to change.
+	Detail string
+}
+
+// Check reports, guarantee by guarantee, what srt can enforce on this host.
+// It runs bubblewrap once (with a 10 s limit) to prove the namespaces work,
+// rather than trusting sysctls alone.
+func Check(ctx context.Context, bwrapPath string) []Guarantee {
+	var out []Guarantee
+	add := func(name string, ok bool, format string, a ...any) {
+		out = append(out, Guarantee{name, ok, fmt.Sprintf(format, a...)})
+	}
+	bwrap, err := FindBwrap(bwrapPath)
+	if err != nil {
+		add("bubblewrap", false, "%v", err)
+	} else {
+		v, _ := exec.Command(bwrap, "--version").Output()
+		add("bubblewrap", true, "%s (%s)", bwrap, strings.TrimSpace(string(v)))
+	}
+	nsErr := CheckUserNamespaces()
+	if nsErr == nil && bwrap != "" {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		b, err := exec.CommandContext(ctx, bwrap, "--unshare-user", "--unshare-pid", "--unshare-net",
+			"--unshare-ipc", "--unshare-uts", "--die-with-parent", "--cap-drop", "ALL", "--disable-userns",
+			"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "true").CombinedOutput()
+		if err != nil {
+			nsErr = fmt.Errorf("bubblewrap could not create the namespaces: %v: %s", err, strings.TrimSpace(string(b)))
+		}
+	}
+	nsOK := nsErr == nil && bwrap != ""
+	nsDetail := func(how string) string {
+		if nsOK {
+			return how
+		}
+		if nsErr != nil {
+			return nsErr.Error()
+		}
+		return "bubblewrap is missing"
+	}
+	add("user namespace, capabilities dropped", nsOK, "%s", nsDetail("bwrap --unshare-user --cap-drop ALL --disable-userns"))
+	add("filesystem policy", nsOK, "%s", nsDetail("mount namespace: read-only root, bind mounts for write roots, tmpfs and /dev/null over denied paths"))
+	add("network isolation", nsOK, "%s", nsDetail("network namespace with only lo; egress only through srt's filtering proxies"))
+	add("PID, IPC, UTS, cgroup namespaces", nsOK, "%s", nsDetail("the command sees only its own processes and srt's PID 1"))
+
+	if _, err := seccomp.Build(seccomp.Options{}); err != nil {
+		add("seccomp filter", false, "%v", err)
+	} else {
+		add("seccomp filter", true, "%s/%s: no new unix sockets, io_uring, namespace and mount calls, keyring, bpf, perf, userfaultfd, TIOCSTI/TIOCLINUX; foreign ABIs killed", runtime.GOOS, runtime.GOARCH)
+	}
+	add("no_new_privs", true, "set before the command starts: setuid binaries gain nothing")
+	tiocsti, _ := os.ReadFile("/proc/sys/dev/tty/legacy_tiocsti")
+	add("terminal injection", true, "the command gets its own pseudo-terminal; TIOCSTI/TIOCLINUX refused by seccomp (kernel dev.tty.legacy_tiocsti=%s)", strings.TrimSpace(string(tiocsti)))
+	if abi, err := landlockABI(); err != nil {
+		add("Landlock", false, "not available: %v (not needed: srt enforces with namespaces)", err)
+	} else {
+		add("Landlock", true, "ABI %d available (not needed: srt enforces with namespaces)", abi)
+	}
+	return out
+}
+
+// landlockABI asks the kernel for its Landlock ABI version
+// (landlock_create_ruleset with LANDLOCK_CREATE_RULESET_VERSION).
+func landlockABI() (int, error) {
+	v, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	if e != 0 {
+		return 0, e
+	}
+	return int(v), nil
+}
