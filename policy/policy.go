@@ -153,7 +153,12 @@ func Compile(s *settings.Settings, env Env) (*Policy, error) {
 	// At the top of the working directory and of the user's own write
 	// roots, every name is protected even when missing, so that it cannot
 	// be created either; elsewhere only the names that exist.
-	roots := []walkRoot{{cwd, true}}
+	// Only writable places are walked: elsewhere everything is read-only
+	// already, and walking a large read-only tree would only cost time.
+	var roots []walkRoot
+	if longestPrefix(p.AllowWrite, cwd) >= 0 {
+		roots = append(roots, walkRoot{cwd, true})
+	}
 	for _, w := range p.AllowWrite {
 		if w.Kind == Dir {
 			roots = append(roots, walkRoot{w.Resolved, strings.HasPrefix(w.Rule, "filesystem.")})
