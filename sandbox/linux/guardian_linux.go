@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -91,6 +90,34 @@ func (g *guardian) call(req guardianRequest) (guardianReply, error) {
 		return rep, errors.New(rep.Error)
 	}
 	return rep, nil
+}
+
+// callAll sends every request before reading the replies, so a batch costs
+// one round trip. The first failure is returned, naming its path.
+func (g *guardian) callAll(reqs []guardianRequest) error {
+	var buf []byte
+	for _, r := range reqs {
+		b, _ := json.Marshal(r)
+		buf = append(append(buf, b...), '\n')
+	}
+	if _, err := g.conn.Write(buf); err != nil {
+		return fmt.Errorf("guardian: %w", err)
+	}
+	var first error
+	for _, r := range reqs {
+		line, err := g.rd.ReadBytes('\n')
+		if err != nil {
+			return fmt.Errorf("guardian: %w", err)
+		}
+		var rep guardianReply
+		if err := json.Unmarshal(line, &rep); err != nil {
+			return fmt.Errorf("guardian reply: %w", err)
+		}
+		if rep.Error != "" && first == nil {
+			first = fmt.Errorf("%s: %s", r.Path, rep.Error)
+		}
+	}
+	return first
 }
 
 // finish tells the guardian the sandbox is over and waits for its cleanup.
@@ -334,5 +361,3 @@ func (g *guardianState) cleanup() {
 		unix.Close(h.fd)
 	}
 }
-
-var _ io.Reader

@@ -106,23 +106,14 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		}
 	}()
 
-	// Placeholders first, through the guardian, so that nothing srt
-	// creates on the host can outlive it.
+	// Placeholders go through the guardian, so that nothing srt creates
+	// on the host can outlive it. The guardian starts now and its
+	// requests are sent just before bubblewrap, so its start-up overlaps
+	// with ours.
 	adopt := adoptCandidates(cfg.Policy, plan)
 	if len(plan.Placeholders) > 0 || len(adopt) > 0 {
 		if p.guardian, err = startGuardian(stateDir); err != nil {
 			return nil, &SetupError{err}
-		}
-		for _, ph := range plan.Placeholders {
-			if _, err := p.guardian.call(guardianRequest{Op: "create", Path: ph.Path, Dir: ph.Dir}); err != nil {
-				return nil, setupErr("cannot protect %s (%s): %w", ph.Path, ph.Rule, err)
-			}
-			lg.Debug("placeholder", "path", ph.Path, "rule", ph.Rule)
-		}
-		for _, a := range adopt {
-			if _, err := p.guardian.call(guardianRequest{Op: "adopt", Path: a}); err != nil {
-				return nil, setupErr("cannot protect %s: %w", a, err)
-			}
 		}
 	}
 
@@ -227,6 +218,20 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		return nil, setupErr("init spec: %w", err)
 	}
 	specW.Close()
+
+	if p.guardian != nil {
+		var reqs []guardianRequest
+		for _, ph := range plan.Placeholders {
+			reqs = append(reqs, guardianRequest{Op: "create", Path: ph.Path, Dir: ph.Dir})
+			lg.Debug("placeholder", "path", ph.Path, "rule", ph.Rule)
+		}
+		for _, a := range adopt {
+			reqs = append(reqs, guardianRequest{Op: "adopt", Path: a})
+		}
+		if err := p.guardian.callAll(reqs); err != nil {
+			return nil, setupErr("cannot protect a missing path: %w", err)
+		}
+	}
 
 	cmd := exec.Command(cfg.BwrapPath, "--args", strconv.Itoa(argsFD), "--",
 		fmt.Sprintf("/proc/self/fd/%d", exeFD), InitArg, strconv.Itoa(specFD))
