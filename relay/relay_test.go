@@ -10,11 +10,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,133 +19,8 @@ import (
 	"github.com/srt-go/srt/proxy"
 )
 
-// unixEcho serves an echo that answers after the client half-closes:
-// "echo: <everything received>".
-func unixEcho(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "relay") // short path: sun_path is 108 bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	path := filepath.Join(dir, "echo.sock")
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				b, _ := io.ReadAll(c)
-				fmt.Fprintf(c, "echo: %s", b)
-			}()
-		}
-	}()
-	return path
-}
-
-func startRelay(t *testing.T, fwds []Forward) (*Relay, chan error) {
-	t.Helper()
-	r, err := Listen(context.Background(), fwds, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	return r, done
-}
-
-func TestRelayToUnixSocket(t *testing.T) {
-	path := unixEcho(t)
-	addrs := []string{"127.0.0.1:0", "[::1]:0"}
-	r, _ := startRelay(t, []Forward{{ListenAddrs: addrs, UnixPath: path}})
-	if len(r.Addrs())+len(r.Skipped()) != 2 || len(r.Addrs()) == 0 {
-		t.Fatalf("bound %v, skipped %v", r.Addrs(), r.Skipped())
-	}
-	for _, a := range r.Addrs() {
-		t.Run(a.String(), func(t *testing.T) {
-			c, err := net.Dial("tcp", a.String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			c.SetDeadline(time.Now().Add(5 * time.Second))
-			payload := bytes.Repeat([]byte("x"), 1<<20)
-			go func() {
-				c.Write(payload)
-				c.(*net.TCPConn).CloseWrite() // the answer comes after EOF
-			}()
-			got, err := io.ReadAll(c)
-			if err != nil || string(got) != "echo: "+string(payload) {
-				t.Fatalf("got %d bytes, %v", len(got), err)
-			}
-		})
-	}
-}
-
-func TestListenSkipsUnavailableFamily(t *testing.T) {
-	path := unixEcho(t)
-	// 2001:db8::/32 is documentation space, never on lo: EADDRNOTAVAIL,
-	// the same error as ::1 on a kernel with IPv6 disabled.
-	r, err := Listen(context.Background(), []Forward{{ListenAddrs: []string{"127.0.0.1:0", "[2001:db8::1]:0"}, UnixPath: path}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	if len(r.Addrs()) != 1 || len(r.Skipped()) != 1 || r.Skipped()[0] != "[2001:db8::1]:0" {
-		t.Fatalf("bound %v skipped %v", r.Addrs(), r.Skipped())
-	}
-	if _, err := Listen(context.Background(), []Forward{{ListenAddrs: []string{"[2001:db8::1]:0"}, UnixPath: path}}, nil); err == nil {
-		t.Fatal("Listen with nothing bindable succeeded")
-	}
-	busy, _ := net.Listen("tcp", "127.0.0.1:0")
-	defer busy.Close()
-	_, err = Listen(context.Background(), []Forward{{ListenAddrs: []string{busy.Addr().String()}, UnixPath: path}}, nil)
-	if !errors.Is(err, syscall.EADDRINUSE) {
-		t.Fatalf("busy port: %v", err)
-	}
-}
-
-func TestRelayCloseEndsConnections(t *testing.T) {
-	path := unixEcho(t)
-	r, err := Listen(context.Background(), []Forward{{ListenAddrs: []string{"127.0.0.1:0"}, UnixPath: path}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- r.Serve(context.Background()) }()
-	c, err := net.Dial("tcp", r.Addrs()[0].String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.Write([]byte("pending")) // echo waits for EOF, so the relay holds the connection
-	time.Sleep(50 * time.Millisecond)
-	r.Close()
-	if err := <-done; !errors.Is(err, net.ErrClosed) {
-		t.Fatalf("Serve after Close: %v", err)
-	}
-	c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, err := io.ReadAll(c); err != nil && !isReset(err) {
-		t.Fatalf("read after Close: %v", err)
-	}
-}
-
-func isReset(err error) bool { return strings.Contains(err.Error(), "reset") }
-
-// e2e runs the real host proxy on unix sockets in a 0700 directory and
-// the relay in front of it, as the sandbox will.
+// e2e runs the real host proxy on loopback TCP listeners, as srt serves
+// it on the listeners the sandbox's PID 1 hands over.
 type e2e struct {
 	httpAddr, socksAddr string
 	originPort          string
@@ -157,13 +29,6 @@ type e2e struct {
 
 func startE2E(t *testing.T) e2e {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "srt-proxy")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o700)
-
 	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "origin says hi to %s", r.Host)
 	}))
@@ -190,12 +55,11 @@ func startE2E(t *testing.T) e2e {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs, ss := filepath.Join(dir, "http.sock"), filepath.Join(dir, "socks.sock")
-	hl, err := net.Listen("unix", hs)
+	hl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sl, err := net.Listen("unix", ss)
+	sl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,13 +67,9 @@ func startE2E(t *testing.T) e2e {
 	go srv.SOCKS5().Serve(context.Background(), sl)
 	t.Cleanup(func() { srv.Close() })
 
-	r, _ := startRelay(t, []Forward{
-		{ListenAddrs: []string{"127.0.0.1:0"}, UnixPath: hs},
-		{ListenAddrs: []string{"127.0.0.1:0"}, UnixPath: ss},
-	})
 	_, eport, _ := net.SplitHostPort(echo.Addr().String())
 	return e2e{
-		httpAddr: r.Addrs()[0].String(), socksAddr: r.Addrs()[1].String(),
+		httpAddr: hl.Addr().String(), socksAddr: sl.Addr().String(),
 		originPort: origin.URL[strings.LastIndexByte(origin.URL, ':')+1:],
 		echoAddr:   "allowed.test:" + eport,
 	}
@@ -226,7 +86,7 @@ func (s staticResolver) LookupNetIP(ctx context.Context, network, host string) (
 	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 }
 
-// TestEndToEndCurl: curl → relay TCP → unix socket → proxy → origin.
+// TestEndToEndCurl: curl → proxy → origin.
 func TestEndToEndCurl(t *testing.T) {
 	curl, err := exec.LookPath("curl")
 	if err != nil {
@@ -286,5 +146,60 @@ func TestProxyCommand(t *testing.T) {
 	}
 	if _, err := Dial(ctx, e.httpAddr, "allowed.test:1"); !errors.As(err, &re) || re.StatusCode != 502 {
 		t.Fatalf("upstream down: %v", err)
+	}
+}
+
+// TestPipeHalfClose: a client that half-closes after its request still
+// gets the whole answer through Pipe.
+func TestPipeHalfClose(t *testing.T) {
+	server, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	go func() {
+		c, err := server.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		b, _ := io.ReadAll(c)
+		fmt.Fprintf(c, "echo: %s", b)
+	}()
+	front, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer front.Close()
+	go func() {
+		c, err := front.Accept()
+		if err != nil {
+			return
+		}
+		up, err := net.Dial("tcp", server.Addr().String())
+		if err != nil {
+			c.Close()
+			return
+		}
+		Pipe(c, up)
+	}()
+	c, err := net.Dial("tcp", front.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	c.Write([]byte("hello"))
+	c.(*net.TCPConn).CloseWrite()
+	b, err := io.ReadAll(c)
+	if err != nil || string(b) != "echo: hello" {
+		t.Fatalf("got %q, %v", b, err)
+	}
+}
+
+func TestLoopbackAddrs(t *testing.T) {
+	got := LoopbackAddrs(3128)
+	if len(got) != 2 || got[0] != "127.0.0.1:3128" || got[1] != "[::1]:3128" {
+		t.Fatalf("LoopbackAddrs(3128) = %q", got)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/srt-go/srt/netrule"
 	"github.com/srt-go/srt/policy"
 	"github.com/srt-go/srt/settings"
 )
@@ -195,4 +196,33 @@ func (c *Cmd) Signal(sig os.Signal) error {
 		return errors.New("sandbox: not started")
 	}
 	return c.proc.Signal(sig)
+}
+
+// UpdateNetwork replaces the network lists of the running command
+// (allowedDomains, deniedDomains, deniedDomainReasons,
+// allowlistDenyReason): connections and plain-HTTP requests that start
+// after it returns are judged by them; open tunnels are not re-judged.
+// The other network settings (proxy ports, unix sockets) are fixed at
+// Start. This is what --control-fd delivers (srt-notes §2.5). It returns
+// an error, and changes nothing, when the lists do not compile, when the
+// command is not started, or when the backend cannot change them.
+func (c *Cmd) UpdateNetwork(n settings.Network) error {
+	pol, err := netrule.Compile(netrule.Rules{
+		Allowed:             n.AllowedDomains,
+		Denied:              n.DeniedDomains,
+		DeniedReasons:       n.DeniedDomainReasons,
+		AllowlistDenyReason: n.AllowlistDenyReason,
+	})
+	if err != nil {
+		return err
+	}
+	if c.proc == nil {
+		return errors.New("sandbox: not started")
+	}
+	np, ok := c.proc.(interface{ SetNetworkPolicy(*netrule.Policy) })
+	if !ok {
+		return errors.New("sandbox: this backend cannot change the network rules of a running command")
+	}
+	np.SetNetworkPolicy(pol)
+	return nil
 }

@@ -36,6 +36,9 @@ Options (read only before COMMAND):
                         read everywhere, write nowhere, no network)
   -c STRING             run STRING with your shell
   -d, --debug           debug lines on stderr (also SRT_DEBUG=1)
+  --control-fd N        read settings as JSON lines from descriptor N (>= 3);
+                        each line replaces the network lists of the running
+                        command; a bad line is reported and ignored
   --check               print, guarantee by guarantee, what this host can
                         enforce; exit 0 when everything is, else 1
   -V, --version         print the version and exit
@@ -51,6 +54,8 @@ type options struct {
 	command      string
 	commandSet   bool
 	debug        bool
+	controlArg   string // --control-fd, checked by controlChannel
+	controlSet   bool
 	version      bool
 	help         bool
 	check        bool
@@ -68,6 +73,7 @@ func parseArgs(args []string) (*options, error) {
 	fl.Func("c", "", func(s string) error { o.command, o.commandSet = s, true; return nil })
 	fl.BoolVar(&o.debug, "d", false, "")
 	fl.BoolVar(&o.debug, "debug", false, "")
+	fl.Func("control-fd", "", func(s string) error { o.controlArg, o.controlSet = s, true; return nil })
 	fl.BoolVar(&o.version, "V", false, "")
 	fl.BoolVar(&o.version, "version", false, "")
 	fl.BoolVar(&o.help, "h", false, "")
@@ -112,6 +118,10 @@ func run(args []string, stdin *os.File, stdout, stderr *os.File) int {
 	if err != nil {
 		return fail("%v", err)
 	}
+	ctl, ctlFD, err := o.controlChannel()
+	if err != nil {
+		return fail("%v", err)
+	}
 	lg := slog.New(slog.DiscardHandler)
 	if o.debug {
 		lg = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -141,6 +151,7 @@ func run(args []string, stdin *os.File, stdout, stderr *os.File) int {
 	if err := cmd.Start(); err != nil {
 		return fail("%v", err)
 	}
+	ctlFailed := startControl(ctl, ctlFD, cmd, stderr, cancel)
 	go func() {
 		for sig := range sigs {
 			if cmd.Signal(sig) != nil {
@@ -149,6 +160,9 @@ func run(args []string, stdin *os.File, stdout, stderr *os.File) int {
 		}
 	}()
 	err = cmd.Wait()
+	if ctlFailed() {
+		return exitSetup
+	}
 	var ee *sandbox.ExitError
 	switch {
 	case err == nil:
