@@ -42,7 +42,7 @@ func TestServeControl(t *testing.T) {
 		`{"network":{"allowedDomains":["*.com"],"deniedDomains":[]}}`, // too broad
 		`{not json`,
 		`{"network":{"allowedDomains":["refused.example"],"deniedDomains":[]}}`, // update fails
-		`{"network":{"allowedDomains":["b.example"],"deniedDomains":[]}}`,          // no final newline
+		`{"network":{"allowedDomains":["b.example"],"deniedDomains":[]}}`,       // no final newline
 	}, "\n")
 	var got [][]string
 	update := func(n settings.Network) error {
