@@ -393,6 +393,15 @@ func bwrapArgs(p *policy.Policy, plan Plan, tmpdir, dir string, infoFD int) []st
 	} else {
 		a = append(a, "--proc", "/proc")
 	}
+	// The kernel's global knobs under /proc are read-only, as Docker makes
+	// them. bubblewrap covers only /proc/irq and /proc/bus when it runs
+	// in a user namespace, trusting that nobody in it is global root; but
+	// when srt runs as root, uid 0 inside is uid 0 outside, and a sysctl
+	// such as kernel.core_pattern checks the uid, not a capability: the
+	// command could make the host run a program of its choice as root.
+	for _, p := range []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/fs", "/proc/bus", "/proc/irq"} {
+		a = append(a, "--ro-bind-try", p, p)
+	}
 	// The command's private TMPDIR: a tmpfs at a mount point every sandbox
 	// of this user shares, private to this sandbox's mount namespace, so it
 	// leaves nothing on the host however the run ends.
