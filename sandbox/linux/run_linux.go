@@ -399,7 +399,8 @@ func bwrapArgs(p *policy.Policy, plan Plan, tmpdir, dir string, infoFD int) []st
 	// when srt runs as root, uid 0 inside is uid 0 outside, and a sysctl
 	// such as kernel.core_pattern checks the uid, not a capability: the
 	// command could make the host run a program of its choice as root.
-	for _, p := range []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/fs", "/proc/bus", "/proc/irq"} {
+	// (/proc/bus and /proc/irq bubblewrap covers itself.)
+	for _, p := range []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/fs"} {
 		a = append(a, "--ro-bind-try", p, p)
 	}
 	// The command's private TMPDIR: a tmpfs at a mount point every sandbox
