@@ -1,0 +1,184 @@
+// Package port is the sandbox port of an agent server (seed 000, "Port de
+// bac à sable"): a probe run once at start-up, three backends (none,
+// native, microvm), and SandboxPort.launch(SandboxSpec) → SandboxHandle
+// with states and events. The names of types, fields, states and events
+// are the seed's.
+//
+// The native backend reuses the policy, proxies and bubblewrap launcher of
+// the srt command line; nothing here forks them.
+package port
+
+import (
+	"context"
+	"io"
+	"time"
+)
+
+// Backend is where a session's processes run (seed 000, "SandboxBackend").
+type Backend string
+
+const (
+	// BackendNone runs on the host, unsandboxed.
+	BackendNone Backend = "none"
+	// BackendNative runs under the OS's own sandbox (bubblewrap on Linux,
+	// Seatbelt on macOS).
+	BackendNative Backend = "native"
+	// BackendMicroVM runs in a virtual machine: the only backend with a
+	// kernel boundary.
+	BackendMicroVM Backend = "microvm"
+)
+
+// ParseBackend reads a stored backend value: null (empty) or unknown →
+// none; "docker" → native (seed 000: the old name of the native backend).
+func ParseBackend(s string) Backend {
+	switch s {
+	case "native", "docker":
+		return BackendNative
+	case "microvm":
+		return BackendMicroVM
+	}
+	return BackendNone
+}
+
+// Mode is the agent's mode, which decides what a bind mount may write.
+type Mode string
+
+const (
+	ModeChat        Mode = "chat"        // writable binds stay writable
+	ModeReview      Mode = "review"      // every bind read-only
+	ModePlan        Mode = "plan"        // every bind read-only
+	ModeOrchestrate Mode = "orchestrate" // every bind read-only
+)
+
+// BindMount shares one host path with the sandbox.
+type BindMount struct {
+	HostPath  string `json:"hostPath"`
+	GuestPath string `json:"guestPath"`
+	ReadOnly  bool   `json:"readOnly"`
+}
+
+// Spec is seed 000's SandboxSpec: what a launch receives.
+type Spec struct {
+	SessionID   string      `json:"sessionId"`
+	WorkspaceID string      `json:"workspaceId"`
+	AgentID     string      `json:"agentId"`
+	BindMounts  []BindMount `json:"bindMounts"`
+	// NetworkEnabled false still starts the session's proxies, with an
+	// empty allow-list.
+	NetworkEnabled bool `json:"networkEnabled"`
+	// EgressAllowlist adds host patterns to the baseline allow-list. Nil
+	// means the baseline only, never "allow all".
+	EgressAllowlist []string `json:"egressAllowlist"`
+	GuestWorkdir    string   `json:"guestWorkdir"`
+	Mode            Mode     `json:"mode"`
+	// ProtectedPaths are never writable, in any mode.
+	ProtectedPaths []string `json:"protectedPaths"`
+	// RunnerStateDirs are writable in every mode.
+	RunnerStateDirs []string `json:"runnerStateDirs"`
+	// ExecGrantRoots only matter on macOS; accepted and ignored on Linux.
+	ExecGrantRoots []string `json:"execGrantRoots"`
+}
+
+// State is seed 000's SandboxState.
+type State string
+
+const (
+	StateCreated   State = "created"
+	StateWarm      State = "warm"
+	StateActive    State = "active"
+	StateSuspended State = "suspended"
+	StateDestroyed State = "destroyed"
+	StateError     State = "error"
+)
+
+// Handle is seed 000's SandboxHandle: what a launch returns. Backend is
+// the backend the session really runs on, never the one asked for.
+type Handle struct {
+	SessionID string            `json:"sessionId"`
+	Backend   Backend           `json:"backend"`
+	State     State             `json:"state"`
+	Error     string            `json:"error,omitempty"`
+	Details   map[string]any    `json:"details,omitempty"`
+	Labels    map[string]string `json:"labels,omitempty"`
+}
+
+// Violation is seed 000's SandboxViolation.
+type Violation struct {
+	Action string `json:"action"`
+	Target string `json:"target"`
+	Raw    string `json:"raw"`
+}
+
+// EventType names an exec event (seed 000, "Événements du bac à sable").
+type EventType string
+
+const (
+	EventStarting  EventType = "starting"
+	EventReady     EventType = "ready"
+	EventStdout    EventType = "stdout"
+	EventStderr    EventType = "stderr"
+	EventExit      EventType = "exit"
+	EventKilled    EventType = "killed"
+	EventViolation EventType = "violation"
+)
+
+// Event is one item of an exec's stream. Events of one exec are delivered
+// in order and none is dropped.
+type Event struct {
+	Type EventType `json:"type"`
+	// Seq numbers the events of one exec from 1.
+	Seq  uint64    `json:"seq"`
+	Time time.Time `json:"time"`
+	// Data is the bytes of a stdout or stderr event.
+	Data []byte `json:"data,omitempty"`
+	// ExitCode is set on exit (128+N when killed by signal N).
+	ExitCode *int `json:"exitCode,omitempty"`
+	// Reason is set on killed: "oom", "timeout" or "manual".
+	Reason    string     `json:"reason,omitempty"`
+	Violation *Violation `json:"violation,omitempty"`
+}
+
+// ExecRequest runs one command in a warm sandbox.
+type ExecRequest struct {
+	Argv []string `json:"argv"`
+	// Env is added to the sanitised base environment.
+	Env   map[string]string `json:"env,omitempty"`
+	Cwd   string            `json:"cwd,omitempty"`
+	Stdin io.Reader         `json:"-"`
+	// Timeout kills the command (event killed, reason "timeout"). Zero
+	// means no limit.
+	Timeout time.Duration `json:"-"`
+}
+
+// Probe is the host probe's result (seed 000, "Sonde").
+type Probe struct {
+	Platform         string `json:"platform"`
+	Available        bool   `json:"available"`
+	Note             string `json:"note"`
+	RequiresInstall  bool   `json:"requiresInstall"`
+	InstallHint      string `json:"installHint,omitempty"`
+	MicroVMAvailable bool   `json:"microvmAvailable"`
+	MicroVMNote      string `json:"microvmNote,omitempty"`
+}
+
+// Sandbox is one launched session.
+type Sandbox interface {
+	Handle() Handle
+	// Exec runs a command; events arrive on the returned channel, which is
+	// closed after the exit or killed event.
+	Exec(ctx context.Context, req ExecRequest) (<-chan Event, error)
+	Suspend(ctx context.Context) error
+	Resume(ctx context.Context) error
+	// Destroy tears down every process, both proxies and every temporary
+	// file. It is idempotent.
+	Destroy(ctx context.Context) error
+}
+
+// Port launches sandboxes on the backends this host offers.
+type Port interface {
+	Probe() Probe
+	// Launch validates spec and starts a sandbox on backend ("" means the
+	// default). An explicit microvm on a host that cannot start a VM is an
+	// error; only the default falls back to native, with a log line.
+	Launch(ctx context.Context, spec Spec, backend Backend) (Sandbox, error)
+}
