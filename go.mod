@@ -6,7 +6,11 @@ require (
 	github.com/bmatcuk/doublestar/v4 v4.10.4
 	github.com/creack/pty v1.1.24
 	github.com/go-json-experiment/json v1.27.2
+	github.com/hashicorp/yamux v0.1.2
+	github.com/landlock-lsm/go-landlock v0.11.2
 	golang.org/x/net v0.62.0
 	golang.org/x/sys v0.50.0
 	golang.org/x/term v0.48.0
 )
+
+require kernel.org/pub/linux/libs/security/libcap/psx v1.2.78 // indirect

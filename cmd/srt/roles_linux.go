@@ -15,6 +15,8 @@ func init() {
 			linux.RunInit(os.Args[2:])
 		case linux.GuardianArg:
 			linux.RunGuardian(os.Args[2:])
+		case linux.LandlockStageArg:
+			linux.RunLandlockStage(os.Args[2:])
 		case linux.ProxyConnectArg:
 			linux.RunProxyConnect(os.Args[2:])
 		}

@@ -388,11 +388,7 @@ func bwrapArgs(p *policy.Policy, plan Plan, tmpdir, dir string, infoFD int) []st
 		a = append(a, op.Args()...)
 	}
 	a = append(a, "--dev", "/dev")
-	if s.EnableWeakerNestedSandbox {
-		a = append(a, "--bind", "/proc", "/proc")
-	} else {
-		a = append(a, "--proc", "/proc")
-	}
+	a = append(a, "--proc", "/proc")
 	// The kernel's global knobs under /proc are read-only, as Docker makes
 	// them. bubblewrap covers only /proc/irq and /proc/bus when it runs
 	// in a user namespace, trusting that nobody in it is global root; but

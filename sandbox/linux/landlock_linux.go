@@ -1,0 +1,472 @@
+package linux
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	"github.com/srt-go/srt/policy"
+	"github.com/srt-go/srt/proxy"
+	"github.com/srt-go/srt/seccomp"
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// The weaker sandbox (settings: enableWeakerNestedSandbox) is for hosts
+// where user namespaces are refused (unprivileged containers, kernels with
+// user.max_user_namespaces = 0): no bubblewrap, no namespaces, but still
+// every restriction the kernel offers without privileges — Landlock for the
+// filesystem, TCP ports and IPC scopes, seccomp for the rest, no new
+// privileges, no capabilities — and an exact list of what is missing,
+// printed before the command runs. It never runs silently weaker: without
+// Landlock it refuses.
+
+// LandlockStageArg makes srt's binary apply the restrictions to itself and
+// exec the command.
+const LandlockStageArg = "--srt-landlock-stage"
+
+// landlockSpec is what srt tells the stage, through an inherited pipe.
+type landlockSpec struct {
+	Argv       []string        `json:"argv"`
+	ReadDirs   []string        `json:"readDirs,omitempty"`
+	ReadFiles  []string        `json:"readFiles,omitempty"`
+	ListDirs   []string        `json:"listDirs,omitempty"`
+	WriteDirs  []string        `json:"writeDirs,omitempty"`
+	WriteFiles []string        `json:"writeFiles,omitempty"`
+	Devices    []string        `json:"devices,omitempty"`
+	TCPPorts   []uint16        `json:"tcpPorts"`
+	Seccomp    seccomp.Options `json:"seccomp"`
+	Ctty       int             `json:"ctty"`
+}
+
+// LandlockABI returns the kernel's Landlock ABI version, or an error when
+// Landlock is absent.
+func LandlockABI() (int, error) { return landlockABI() }
+
+// landlockPlan translates the policy into Landlock rules. Landlock only
+// grants, hierarchically, so "everything but X" becomes the siblings of X
+// along its path; and a directory that holds a protected name cannot be
+// given the right to create or remove entries (that right covers the
+// protected name too), only its subdirectories and existing files can.
+// missing lists what this costs, for the user.
+func landlockPlan(p *policy.Policy, tmpdir string) (spec landlockSpec, missing []string) {
+	b := &llBuilder{p: p}
+	b.read("/")
+	if !p.FilesystemDisabled {
+		for _, w := range p.AllowWrite {
+			if p.Writable(w.Resolved) {
+				b.write(w.Resolved)
+			}
+		}
+	} else {
+		b.spec.WriteDirs = append(b.spec.WriteDirs, "/")
+	}
+	b.spec.WriteDirs = append(b.spec.WriteDirs, tmpdir)
+	b.spec.Devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts", "/dev/random", "/dev/urandom"}
+	for _, d := range b.constrained {
+		missing = append(missing, fmt.Sprintf("new files cannot be created directly in %s (it holds a protected name; its subdirectories are writable)", d))
+	}
+	return b.spec, missing
+}
+
+type llBuilder struct {
+	p           *policy.Policy
+	spec        landlockSpec
+	constrained []string
+}
+
+func anyBelow(list []policy.Path, path string) bool {
+	for _, e := range list {
+		if e.Resolved != path && policy.Within(e.Resolved, path) {
+			return true
+		}
+	}
+	return false
+}
+
+func (b *llBuilder) read(path string) {
+	p := b.p
+	if !p.Readable(path) {
+		for _, a := range p.AllowRead {
+			if a.Resolved != path && policy.Within(a.Resolved, path) && p.Readable(a.Resolved) && a.Kind != policy.Missing {
+				b.read(a.Resolved)
+			}
+		}
+		return
+	}
+	kind, err := lstatKind(path)
+	if err != nil {
+		return
+	}
+	if kind != policy.Dir {
+		b.spec.ReadFiles = append(b.spec.ReadFiles, path)
+		return
+	}
+	if !anyBelow(p.DenyRead, path) {
+		b.spec.ReadDirs = append(b.spec.ReadDirs, path)
+		return
+	}
+	b.spec.ListDirs = append(b.spec.ListDirs, path)
+	ents, err := os.ReadDir(path)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if e.Type()&os.ModeSymlink != 0 {
+			continue // reached through its target
+		}
+		b.read(filepath.Join(path, e.Name()))
+	}
+}
+
+func (b *llBuilder) write(path string) {
+	p := b.p
+	if !p.Writable(path) {
+		return
+	}
+	kind, err := lstatKind(path)
+	if err != nil {
+		return
+	}
+	if kind != policy.Dir {
+		b.spec.WriteFiles = append(b.spec.WriteFiles, path)
+		return
+	}
+	if !anyBelow(p.DenyWrite, path) {
+		b.spec.WriteDirs = append(b.spec.WriteDirs, path)
+		return
+	}
+	b.constrained = append(b.constrained, path)
+	ents, err := os.ReadDir(path)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if e.Type()&os.ModeSymlink != 0 {
+			continue
+		}
+		b.write(filepath.Join(path, e.Name()))
+	}
+}
+
+// landlockMissing lists the guarantees of the full sandbox that the weaker
+// one lacks on this kernel.
+func landlockMissing(abi int) []string {
+	m := []string{
+		"no PID namespace: the command sees the host's processes (Landlock still refuses ptrace and signals to them)",
+		"no mount namespace: a denied directory is unreadable (EACCES) rather than empty, and names inside it can be listed",
+		"processes the command leaves behind may outlive srt if srt is killed with SIGKILL",
+		"TCP connections are limited to the proxies' ports, but on any address; the command cannot listen on TCP ports",
+		"the proxies listen on the host's loopback, where other local processes can reach them",
+	}
+	if abi < 10 {
+		m = append(m, fmt.Sprintf("UDP (DNS included) is not restricted: Landlock ABI %d < 10", abi))
+	}
+	if abi < 6 {
+		m = append(m, fmt.Sprintf("abstract unix sockets and signals are not scoped: Landlock ABI %d < 6", abi))
+	}
+	if abi < 4 {
+		m = append(m, fmt.Sprintf("TCP is not restricted at all: Landlock ABI %d < 4", abi))
+	}
+	return m
+}
+
+// RunLandlockStage applies the restrictions to this process and execs the
+// command; args are the arguments after LandlockStageArg. It never returns.
+func RunLandlockStage(args []string) {
+	fail := func(format string, a ...any) {
+		fmt.Fprintf(os.Stderr, "srt: "+format+"\n", a...)
+		os.Exit(exitSetup)
+	}
+	if len(args) != 1 {
+		fail("%s is internal to srt", LandlockStageArg)
+	}
+	fd, err := strconv.Atoi(args[0])
+	if err != nil {
+		fail("bad spec descriptor")
+	}
+	f := os.NewFile(uintptr(fd), "spec")
+	var spec landlockSpec
+	b, err := io.ReadAll(f)
+	f.Close()
+	if err == nil {
+		err = json.Unmarshal(b, &spec)
+	}
+	if err != nil || len(spec.Argv) == 0 {
+		fail("reading spec: %v", err)
+	}
+	closeOtherFDs(nil)
+	path, err := exec.LookPath(spec.Argv[0])
+	if err != nil {
+		code := exitNotFound
+		if errors.Is(err, os.ErrPermission) {
+			code = exitNotExec
+		}
+		fmt.Fprintf(os.Stderr, "srt: %s: %v\n", spec.Argv[0], err)
+		os.Exit(code)
+	}
+	if spec.Ctty >= 0 {
+		unix.Setsid()
+		unix.IoctlSetInt(spec.Ctty, unix.TIOCSCTTY, 0)
+	}
+	if err := dropCapabilities(); err != nil {
+		fail("dropping capabilities: %v", err)
+	}
+	rules := []landlock.Rule{
+		landlock.RODirs(spec.ReadDirs...).IgnoreIfMissing(),
+		landlock.ROFiles(spec.ReadFiles...).IgnoreIfMissing(),
+		landlock.PathAccess(llReadDir, spec.ListDirs...).IgnoreIfMissing(),
+		landlock.RWDirs(spec.WriteDirs...).WithRefer().IgnoreIfMissing(),
+		landlock.RWFiles(spec.WriteFiles...).IgnoreIfMissing(),
+		landlock.RWFiles(spec.Devices...).WithIoctlDev().IgnoreIfMissing(),
+	}
+	for _, port := range spec.TCPPorts {
+		rules = append(rules, landlock.ConnectTCP(port))
+	}
+	// BestEffort only drops the rights this kernel's ABI lacks; srt
+	// checked ABI ≥ 1 and told the user what is missing before starting.
+	if err := landlock.V11.BestEffort().Restrict(rules...); err != nil {
+		fail("Landlock: %v", err)
+	}
+	prog, err := seccomp.Build(spec.Seccomp)
+	if err == nil {
+		err = seccomp.Install(prog)
+	}
+	if err == nil {
+		err = installMPTCPFilter()
+	}
+	if err != nil {
+		fail("seccomp filter: %v; refusing to run without it", err)
+	}
+	err = syscall.Exec(path, spec.Argv, os.Environ())
+	fmt.Fprintf(os.Stderr, "srt: %s: %v\n", spec.Argv[0], err)
+	os.Exit(exitNotExec)
+}
+
+// llReadDir is the right to list a directory, without reading its files.
+const llReadDir = landlock.AccessFSSet(unix.LANDLOCK_ACCESS_FS_READ_DIR)
+
+// installMPTCPFilter refuses socket(…, IPPROTO_MPTCP): Landlock's TCP rules
+// do not cover Multipath TCP sockets (go-landlock's documentation; kernel
+// issue landlock-lsm/linux#54). The main filter has already checked the
+// architecture; this one is stacked on it.
+func installMPTCPFilter() error {
+	prog, err := bpf.Assemble([]bpf.Instruction{
+		bpf.LoadAbsolute{Off: 0, Size: 4}, // nr
+		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: uint32(unix.SYS_SOCKET), SkipTrue: 3},
+		bpf.LoadAbsolute{Off: 16 + 8*2, Size: 4}, // low word of args[2], the protocol
+		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: unix.IPPROTO_MPTCP, SkipTrue: 1},
+		bpf.RetConstant{Val: unix.SECCOMP_RET_ERRNO | uint32(unix.EPROTONOSUPPORT)},
+		bpf.RetConstant{Val: unix.SECCOMP_RET_ALLOW},
+	})
+	if err != nil {
+		return err
+	}
+	return seccomp.Install(prog)
+}
+
+// dropCapabilities empties every capability set, the bounding set and the
+// ambient set, so that even a root caller's command holds none.
+func dropCapabilities() error {
+	for c := 0; c <= unix.CAP_LAST_CAP; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.EPERM) {
+			return err
+		}
+	}
+	unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	return unix.Capset(&hdr, &data[0])
+}
+
+// landlockProcess is a running weaker sandbox.
+type landlockProcess struct {
+	cmd    *exec.Cmd
+	srv    *proxy.Server
+	cancel context.CancelFunc
+	term   *terminal
+	tmpdir string
+}
+
+// StartLandlock runs cfg.Argv in the weaker sandbox. It prints the missing
+// guarantees to warn (srt's stderr) before the command starts.
+func StartLandlock(ctx context.Context, cfg Config, warn io.Writer) (*landlockProcess, error) {
+	abi, err := landlockABI()
+	if err != nil || abi < 1 {
+		return nil, setupErr("enableWeakerNestedSandbox needs Landlock, and this kernel has none (%v); refusing to run without isolation", err)
+	}
+	lg := cfg.Logger
+	if lg == nil {
+		lg = slog.New(slog.DiscardHandler)
+	}
+	stateDir, err := StateDir()
+	if err != nil {
+		return nil, &SetupError{err}
+	}
+	tmpdir, err := os.MkdirTemp(stateDir, "weak-tmp-")
+	if err != nil {
+		return nil, setupErr("TMPDIR: %w", err)
+	}
+	lp := &landlockProcess{tmpdir: tmpdir}
+	ok := false
+	defer func() {
+		if !ok {
+			lp.cleanup()
+		}
+	}()
+	spec, missing := landlockPlan(cfg.Policy, tmpdir)
+	missing = append(landlockMissing(abi), missing...)
+	fmt.Fprintf(warn, "srt: user namespaces are not available, so enableWeakerNestedSandbox runs the command under Landlock ABI %d and seccomp instead. Missing guarantees:\n", abi)
+	for _, m := range missing {
+		fmt.Fprintf(warn, "srt:   - %s\n", m)
+	}
+
+	// The proxies listen on the host's loopback: there is no network
+	// namespace to hand listeners out of.
+	n, _, err := newNetwork(cfg.Policy.Settings, cfg.OnViolation, lg)
+	if err != nil {
+		return nil, &SetupError{err}
+	}
+	n.conn.Close()
+	lp.srv = n.srv
+	pctx, cancel := context.WithCancel(context.Background())
+	lp.cancel = cancel
+	var ports [2]int
+	for i, name := range []string{"http", "socks5"} {
+		ln, err := net.Listen("tcp4", "127.0.0.1:0")
+		if err != nil {
+			return nil, setupErr("proxy listener: %w", err)
+		}
+		ports[i] = ln.Addr().(*net.TCPAddr).Port
+		spec.TCPPorts = append(spec.TCPPorts, uint16(ports[i]))
+		go n.serveOne(pctx, namedListener{name, ln})
+	}
+	spec.Argv = cfg.Argv
+	spec.Seccomp = seccomp.Options{
+		AllowUnixSockets:          cfg.Policy.Settings.Network.AllowAllUnixSockets,
+		AllowNestedUserNamespaces: cfg.Policy.Settings.AllowNestedUserNamespaces,
+	}
+	spec.Ctty = -1
+
+	env := cfg.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	env = setEnv(env, "SANDBOX_RUNTIME", "1")
+	env = setEnv(env, "TMPDIR", tmpdir)
+	for _, kv := range proxy.Env(ports[0], ports[1]) {
+		k, v, _ := cutKV(kv)
+		env = setEnv(env, k, v)
+	}
+
+	stdin, stdout, stderr := cfg.Stdin, cfg.Stdout, cfg.Stderr
+	if lp.term, err = newTerminal(&stdin, &stdout, &stderr); err != nil {
+		return nil, &SetupError{err}
+	}
+	if lp.term != nil {
+		spec.Ctty = lp.term.ctty
+	}
+	specR, specW, err := os.Pipe()
+	if err != nil {
+		return nil, setupErr("pipe: %w", err)
+	}
+	b, _ := json.Marshal(spec)
+	go func() { specW.Write(b); specW.Close() }()
+	cmd := exec.Command("/proc/self/exe", LandlockStageArg, "3")
+	cmd.Env = env
+	cmd.Dir = cfg.Dir
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	cmd.ExtraFiles = []*os.File{specR}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: unix.SIGKILL}
+	// srt reaps and ends what the command leaves behind.
+	unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	if err := cmd.Start(); err != nil {
+		specR.Close()
+		return nil, setupErr("starting the command: %w", err)
+	}
+	specR.Close()
+	if lp.term != nil {
+		lp.term.tty.Close()
+		lp.term.start()
+	}
+	lp.cmd = cmd
+	if ctx.Done() != nil {
+		go func() { <-ctx.Done(); cmd.Process.Kill() }()
+	}
+	ok = true
+	return lp, nil
+}
+
+// Signal forwards sig to the command.
+func (lp *landlockProcess) Signal(sig os.Signal) error { return lp.cmd.Process.Signal(sig) }
+
+// Wait waits for the command, ends what it left running, and cleans up.
+func (lp *landlockProcess) Wait() (int, error) {
+	err := lp.cmd.Wait()
+	lp.killOrphans()
+	if lp.term != nil {
+		lp.term.close()
+	}
+	lp.cleanup()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, nil
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return exitSignalShift + int(ws.Signal()), nil
+		}
+		return ee.ExitCode(), nil
+	}
+	return 0, setupErr("waiting for the command: %w", err)
+}
+
+// killOrphans kills and reaps every process that was reparented to srt
+// (the child subreaper) after the command exited.
+func (lp *landlockProcess) killOrphans() {
+	for range 50 {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/children", os.Getpid()))
+		pids := splitInts(string(b))
+		if len(pids) == 0 {
+			return
+		}
+		for _, pid := range pids {
+			unix.Kill(pid, unix.SIGKILL)
+			var ws unix.WaitStatus
+			unix.Wait4(pid, &ws, 0, nil)
+		}
+	}
+}
+
+func splitInts(s string) []int {
+	var out []int
+	n, in := 0, false
+	for _, c := range s + " " {
+		if c >= '0' && c <= '9' {
+			n, in = n*10+int(c-'0'), true
+		} else if in {
+			out, n, in = append(out, n), 0, false
+		}
+	}
+	return out
+}
+
+func (lp *landlockProcess) cleanup() {
+	if lp.cancel != nil {
+		lp.cancel()
+	}
+	if lp.srv != nil {
+		lp.srv.Close()
+	}
+	os.RemoveAll(lp.tmpdir)
+}
