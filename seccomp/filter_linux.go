@@ -293,7 +293,13 @@ func Build(opts Options) ([]bpf.RawInstruction, error) {
 	if err != nil {
 		return nil, err
 	}
-	prog, err := program(rules(opts, s), s)
+	rs := rules(opts, s)
+	if opts.Notify {
+		rs = notifyRules(rs, opts)
+	} else if opts.ObserveWrites || opts.ObserveReads {
+		return nil, fmt.Errorf("seccomp: observing filesystem calls needs Notify")
+	}
+	prog, err := program(rs, s)
 	if err != nil {
 		return nil, err
 	}

@@ -42,3 +42,29 @@ func Install(prog []bpf.RawInstruction) error {
 	}
 	return setModeFilter(filter)
 }
+
+// InstallListener is Install for a filter built with Options.Notify: it
+// loads prog into every thread of the calling process and returns the
+// notification listener, a descriptor (close-on-exec) that whoever
+// answers the notifications must hold, and the caller must close once it
+// has handed it on. Until then, a notified call waits.
+//
+// It needs Linux 5.7: TSYNC and NEW_LISTENER both claim the return value,
+// and only SECCOMP_FILTER_FLAG_TSYNC_ESRCH lets them be combined. On an
+// older kernel it returns an error wrapping EINVAL and installs nothing;
+// the caller then installs the deny-only filter with Install.
+func InstallListener(prog []bpf.RawInstruction) (int, error) {
+	if len(prog) == 0 || len(prog) > maxInstructions {
+		return -1, fmt.Errorf("seccomp filter has %d instructions, want 1 to %d", len(prog), maxInstructions)
+	}
+	filter := make([]unix.SockFilter, len(prog))
+	for i, ins := range prog {
+		filter[i] = unix.SockFilter{Code: ins.Op, Jt: ins.Jt, Jf: ins.Jf, K: ins.K}
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return -1, fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
+	}
+	return setModeFilterListener(filter)
+}

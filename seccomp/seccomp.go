@@ -42,6 +42,28 @@ type Options struct {
 	// API. False means all of those fail (clone3 with ENOSYS, the rest with
 	// EPERM). Tools that nest a sandbox (bwrap, podman, Chromium) need true.
 	AllowNestedUserNamespaces bool
+
+	// Notify makes every refused call a SECCOMP_RET_USER_NOTIF instead of
+	// an errno: the call waits for the listener that InstallListener
+	// returns, which must answer with the errno the deny-only filter
+	// gives (Table) and may record the refusal. False is the deny-only
+	// filter of Build, with no listener. If the listener goes away (srt
+	// dies, the descriptor is closed) the kernel fails every notified
+	// call with ENOSYS: refused calls stay refused (fail closed).
+	Notify bool
+
+	// ObserveWrites adds notifications, answered CONTINUE, for the
+	// write-intent filesystem calls (opens with a write, create or
+	// truncate flag, mkdir, unlink, rename, link, symlink, mknod,
+	// truncate, chmod, chown, utimes, xattr changes; FSCalls), so that
+	// the listener can record the ones the mounts refuse. The mounts
+	// still decide: an observed call runs exactly as without the filter.
+	// Requires Notify.
+	ObserveWrites bool
+
+	// ObserveReads also notifies every open, read-only ones included (the
+	// hot path of most programs; see BENCHMARKS.md). Requires Notify.
+	ObserveReads bool
 }
 
 // Encode returns prog as the kernel's struct sock_filter array: per
