@@ -102,4 +102,3 @@ func SyncWakeUp(fd int) error {
 	}
 	return nil
 }
-

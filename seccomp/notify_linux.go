@@ -111,4 +111,3 @@ func Table(opts Options) (map[uint32]Call, error) {
 	}
 	return t, nil
 }
-
