@@ -108,6 +108,13 @@ func PlanMounts(p *policy.Policy) Plan {
 	}
 	var plan Plan
 	nodes := map[string]*node{}
+	// placeholders are read-only whatever the rules around them say: a
+	// placeholder directory stands for a protected path below it (.claude
+	// for .claude/commands, .git for .git/hooks), and a deny strictly below
+	// a path does not make the path itself read-only, so without this the
+	// placeholder would inherit its write root's state, get no mount, and
+	// the protected path could be created in it.
+	placeholders := map[string]bool{}
 	add := func(path string, kind policy.Kind, rule string, pin bool) {
 		if skipPath(path) {
 			return
@@ -149,6 +156,7 @@ func PlanMounts(p *policy.Policy) Plan {
 				kind = policy.Dir
 			}
 			add(ph.Path, kind, d.Rule, false)
+			placeholders[ph.Path] = true
 		} else {
 			add(d.Resolved, kind, d.Rule, false)
 		}
@@ -188,7 +196,7 @@ func PlanMounts(p *policy.Policy) Plan {
 		if n.kind == policy.Missing {
 			continue
 		}
-		want := state{p.Readable(n.path), p.Writable(n.path)}
+		want := state{p.Readable(n.path), p.Writable(n.path) && !placeholders[n.path]}
 		have := inherited(n.path)
 		switch {
 		case !want.read:
