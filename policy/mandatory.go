@@ -32,6 +32,25 @@ func MandatoryNames(allowGitConfig bool) []string {
 	return out
 }
 
+// MandatoryGlobs returns the mandatory write-denies as doublestar
+// patterns that match the name at any depth: "**/.bashrc" for a file,
+// "**/.vscode/**" for a directory and everything in it, "**/.git/hooks/**"
+// and, unless allowGitConfig, "**/.git/config". Order as MandatoryNames.
+func MandatoryGlobs(allowGitConfig bool) []string {
+	var out []string
+	for _, f := range mandatoryFiles {
+		out = append(out, "**/"+f)
+	}
+	for _, d := range mandatoryDirs {
+		out = append(out, "**/"+d+"/**")
+	}
+	out = append(out, "**/.git/hooks/**")
+	if !allowGitConfig {
+		out = append(out, "**/.git/config")
+	}
+	return out
+}
+
 // mandatoryDenies walks each root down to depth directory levels (the root
 // is level 0; depth 3 reaches root/a/b/c) and returns a DenyWrite Path for
 // every protected name found. At level 0 every name is returned whether or
@@ -105,14 +124,6 @@ func (w *walker) dir(dir string, level int) {
 	}
 	if g, ok := names[".git"]; ok {
 		w.gitDir(dir, g)
-	} else if level == 0 && w.missingAtTop {
-		// No repository here yet. Creating one is as dangerous as changing
-		// one: git run here later (or in a parent repository, which this
-		// one would shadow) would run its hooks and read its config.
-		w.add(filepath.Join(dir, ".git", "hooks"), ".git/hooks")
-		if !w.allowGitConfig {
-			w.add(filepath.Join(dir, ".git", "config"), ".git/config")
-		}
 	}
 	if level >= w.depth {
 		return

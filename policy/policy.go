@@ -93,6 +93,20 @@ type Policy struct {
 	// network and process rules are read from it directly.
 	Settings *settings.Settings
 
+	// DenyReadGlobs, AllowReadGlobs, AllowWriteGlobs and DenyWriteGlobs
+	// are the glob entries of the settings lists as written (made
+	// absolute), for backends that match names when a file is opened or
+	// created (Seatbelt). The Path lists above hold what each glob matched
+	// at compile time; these cover names created later. A "dir/**" entry
+	// is a Path, not a Glob. Empty when FilesystemDisabled.
+	DenyReadGlobs, AllowReadGlobs, AllowWriteGlobs, DenyWriteGlobs []Glob
+	// MandatoryPatterns are the mandatory write-denies as "**/" patterns
+	// that match at any depth ("**/.bashrc", "**/.git/hooks/**"), from
+	// MandatoryGlobs. DenyWrite holds the instances found by the walk; a
+	// backend that can match names at creation time also enforces these.
+	// Empty when FilesystemDisabled.
+	MandatoryPatterns []string
+
 	// Notes are human-readable remarks about rules that had no effect (a
 	// write root that does not exist, a glob that matched nothing), for
 	// debug output.
@@ -147,6 +161,11 @@ func Compile(s *settings.Settings, env Env) (*Policy, error) {
 	p.AllowWrite = r.entries("filesystem.allowWrite", fs.AllowWrite, false)
 	p.AllowWrite = append(p.AllowWrite, r.defaultWritePaths()...)
 	p.DenyWrite = r.entries("filesystem.denyWrite", fs.DenyWrite, true)
+	p.DenyReadGlobs = r.globs("filesystem.denyRead", fs.DenyRead)
+	p.AllowReadGlobs = r.globs("filesystem.allowRead", fs.AllowRead)
+	p.AllowWriteGlobs = r.globs("filesystem.allowWrite", fs.AllowWrite)
+	p.DenyWriteGlobs = r.globs("filesystem.denyWrite", fs.DenyWrite)
+	p.MandatoryPatterns = MandatoryGlobs(fs.AllowGitConfig)
 	// The mandatory denies are searched below the working directory and
 	// below every write root: a write root elsewhere (~, another checkout)
 	// holds shell rc files and git hooks just the same.

@@ -63,6 +63,47 @@ func (r *resolver) entries(key string, list []settings.PathEntry, deny bool) []P
 	return out
 }
 
+// Glob is one glob rule of the settings, kept as a pattern.
+type Glob struct {
+	// Pattern is the entry made absolute ("~" and relative forms
+	// expanded, cleaned), with its glob characters as written
+	// (doublestar syntax: "**", "*", "?", "[...]", "{a,b}").
+	Pattern string
+	// Resolved is Pattern with the directory part before the first glob
+	// character symlink-resolved (as Path.Resolved); equal to Pattern
+	// when that part holds no link.
+	Resolved string
+	// Rule names the settings entry, e.g. "filesystem.denyWrite[2]".
+	Rule string
+}
+
+// globs returns the entries of list that are patterns (not literal, not
+// "dir/**"), as Globs.
+func (r *resolver) globs(key string, list []settings.PathEntry) []Glob {
+	var out []Glob
+	for i, e := range list {
+		if e.Literal || !isGlob(e.Path) {
+			continue
+		}
+		path := r.abs(e.Path)
+		if base, ok := strings.CutSuffix(path, "/**"); ok && !isGlob(base) {
+			continue
+		}
+		base, pat := doublestar.SplitPattern(path)
+		res := path
+		if base != "" && base != "." {
+			res = filepath.Join(resolveMissing(base), pat)
+		}
+		out = append(out, Glob{Pattern: path, Resolved: res, Rule: fmt.Sprintf("%s[%d]", key, i)})
+	}
+	return out
+}
+
+// Resolve returns path (absolute) with every symlink resolved; where the
+// path does not exist, its longest existing prefix is resolved and the
+// rest kept, as for Path.Resolved.
+func Resolve(path string) string { return resolveMissing(filepath.Clean(path)) }
+
 // expandGlob returns the existing paths matching an absolute pattern.
 // doublestar gives real "**" semantics ("**/.env" matches ".env" too).
 // Symbolic links are matched but not followed while walking.

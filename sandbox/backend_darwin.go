@@ -1,0 +1,38 @@
+//go:build darwin
+
+package sandbox
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/srt-go/srt/sandbox/darwin"
+	"github.com/srt-go/srt/settings"
+)
+
+// darwinHost runs commands under sandbox-exec with a Seatbelt profile
+// generated from the same policy the Linux backend enforces.
+type darwinHost struct {
+	log *slog.Logger
+}
+
+func newHost(_ *settings.Settings, lg *slog.Logger) (host, error) {
+	if err := darwin.Probe(); err != nil {
+		return nil, err
+	}
+	return &darwinHost{log: lg}, nil
+}
+
+func (h *darwinHost) start(ctx context.Context, c *Cmd) (process, error) {
+	return darwin.Start(ctx, darwin.Config{
+		Policy:  c.Policy,
+		Argv:    c.Args,
+		Env:     c.Env,
+		Dir:     c.Dir,
+		Stdin:   c.Stdin,
+		Stdout:  c.Stdout,
+		Stderr:  c.Stderr,
+		KeepFDs: c.KeepFDs,
+		Logger:  h.log,
+	})
+}

@@ -1,0 +1,282 @@
+package darwin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/srt-go/srt/netrule"
+	"github.com/srt-go/srt/policy"
+	"github.com/srt-go/srt/proxy"
+)
+
+// SandboxExec is sandbox-exec(1), present on every macOS install.
+const SandboxExec = "/usr/bin/sandbox-exec"
+
+// Probe reports whether sandbox-exec is there to run.
+func Probe() error {
+	if _, err := os.Stat(SandboxExec); err != nil {
+		return fmt.Errorf("sandbox-exec: %w", err)
+	}
+	return nil
+}
+
+// Config is one command to run in a sandbox.
+type Config struct {
+	// Policy is the compiled policy. Required.
+	Policy *policy.Policy
+	// Argv is the command and its arguments, run as they are (no shell).
+	Argv []string
+	// Env is the environment; SANDBOX_RUNTIME=1, TMPDIR and the proxy
+	// variables are set. Nil means os.Environ().
+	Env []string
+	// Dir is the working directory. Empty means the current one.
+	Dir string
+	// Stdin, Stdout and Stderr are as in os/exec.Cmd.
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// KeepFDs are descriptors above 2 passed to the command at the same
+	// numbers.
+	KeepFDs []int
+	// Logger receives debug lines (the profile among them). Nil discards.
+	Logger *slog.Logger
+	// OnViolation is called for each refused network connection. Nil
+	// ignores them.
+	OnViolation func(proxy.Violation)
+	// OnSandboxViolation is called for each Seatbelt denial read from the
+	// unified log. Nil: no log stream is started.
+	OnSandboxViolation func(Violation)
+}
+
+// Process is a running sandbox.
+type Process struct {
+	cmd      *exec.Cmd
+	srv      *proxy.Server
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	dir      string // session directory: profile and TMPDIR
+	stopMon  func()
+	waitOnce sync.Once
+	code     int
+	err      error
+}
+
+// Start runs cfg.Argv under sandbox-exec with a profile generated from
+// cfg.Policy, and the session's proxies on 127.0.0.1 ports chosen by the
+// kernel. On macOS the sandbox shares the host's loopback, so the
+// proxies are reached directly and the profile allows those two ports
+// only (seed 000, "Sortie réseau"). ctx bounds the whole run.
+func Start(ctx context.Context, cfg Config) (_ *Process, err error) {
+	lg := cfg.Logger
+	if lg == nil {
+		lg = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Policy == nil || len(cfg.Argv) == 0 {
+		return nil, errors.New("no policy or no command")
+	}
+	s := cfg.Policy.Settings
+	p := &Process{}
+	defer func() {
+		if err != nil {
+			p.cleanup()
+		}
+	}()
+	if p.dir, err = os.MkdirTemp("", "srt-"); err != nil {
+		return nil, fmt.Errorf("session directory: %w", err)
+	}
+	tmpdir := filepath.Join(p.dir, "tmp")
+	if err := os.Mkdir(tmpdir, 0o700); err != nil {
+		return nil, fmt.Errorf("session TMPDIR: %w", err)
+	}
+
+	// The proxies. A user-run proxy (httpProxyPort/socksProxyPort) on the
+	// loopback is used as it is: the profile allows its port instead.
+	pol, err := netrule.Compile(netrule.Rules{
+		Allowed:             s.Network.AllowedDomains,
+		Denied:              s.Network.DeniedDomains,
+		DeniedReasons:       s.Network.DeniedDomainReasons,
+		AllowlistDenyReason: s.Network.AllowlistDenyReason,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("network rules: %w", err)
+	}
+	if p.srv, err = proxy.New(proxy.Config{Policy: pol, OnViolation: cfg.OnViolation, Logger: lg}); err != nil {
+		return nil, err
+	}
+	var sctx context.Context
+	sctx, p.cancel = context.WithCancel(context.Background())
+	httpPort, socksPort := s.Network.HTTPProxyPort, s.Network.SOCKSProxyPort
+	if httpPort == 0 {
+		if httpPort, err = p.listen(sctx, func(ctx context.Context, ln net.Listener) { p.srv.HTTP().Serve(ctx, ln) }); err != nil {
+			return nil, err
+		}
+	}
+	if socksPort == 0 {
+		if socksPort, err = p.listen(sctx, func(ctx context.Context, ln net.Listener) { p.srv.SOCKS5().Serve(ctx, ln) }); err != nil {
+			return nil, err
+		}
+	}
+
+	tag := NewTag(strings.Join(cfg.Argv, " "))
+	profile, err := Profile(Options{
+		Policy: cfg.Policy, Tag: tag,
+		HTTPProxyPort: httpPort, SOCKSProxyPort: socksPort,
+		WriteRoots: []string{tmpdir},
+	})
+	if err != nil {
+		return nil, err
+	}
+	lg.Debug("seatbelt profile", "profile", profile)
+	// The profile is a file outside the writable TMPDIR: sandbox-exec -p
+	// would put it on the command line, where ARG_MAX bounds it.
+	profilePath := filepath.Join(p.dir, "profile.sb")
+	if err := os.WriteFile(profilePath, []byte(profile), 0o600); err != nil {
+		return nil, fmt.Errorf("writing profile: %w", err)
+	}
+
+	if cfg.OnSandboxViolation != nil {
+		cmdline := strings.Join(cfg.Argv, " ")
+		on := cfg.OnSandboxViolation
+		if p.stopMon, err = Monitor(sctx, tag, func(v Violation) {
+			if !Ignored(v, cmdline, s.IgnoreViolations) {
+				on(v)
+			}
+		}); err != nil {
+			lg.Debug("violation monitor", "error", err)
+		}
+	}
+
+	env := cfg.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	env = setEnv(env, "SANDBOX_RUNTIME", "1")
+	env = setEnv(env, "TMPDIR", tmpdir)
+	for _, kv := range proxy.Env(httpPort, socksPort) {
+		k, v, _ := strings.Cut(kv, "=")
+		env = setEnv(env, k, v)
+	}
+	env = setEnv(env, "JAVA_TOOL_OPTIONS", proxy.MergeJavaToolOptions(getEnv(env, "JAVA_TOOL_OPTIONS"), httpPort))
+	// macOS's nc speaks HTTP CONNECT (-X connect), so ssh goes through
+	// the HTTP proxy with no helper of ours.
+	env = setEnv(env, "GIT_SSH_COMMAND", "ssh -o ProxyCommand='nc -X connect -x 127.0.0.1:"+strconv.Itoa(httpPort)+" %h %p'")
+
+	// "--" ends sandbox-exec's options, so a command starting with '-'
+	// is not read as one.
+	p.cmd = exec.Command(SandboxExec, append([]string{"-f", profilePath, "--"}, cfg.Argv...)...)
+	p.cmd.Env = env
+	p.cmd.Dir = cfg.Dir
+	p.cmd.Stdin, p.cmd.Stdout, p.cmd.Stderr = cfg.Stdin, cfg.Stdout, cfg.Stderr
+	next := 3
+	for _, fd := range cfg.KeepFDs {
+		next = max(next, fd+1)
+	}
+	extra := make([]*os.File, next-3)
+	for _, fd := range cfg.KeepFDs {
+		extra[fd-3] = os.NewFile(uintptr(fd), "user")
+	}
+	p.cmd.ExtraFiles = extra
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting sandbox-exec: %w", err)
+	}
+	if ctx.Done() != nil {
+		go func() {
+			select {
+			case <-ctx.Done():
+				p.cmd.Process.Kill()
+			case <-sctx.Done():
+			}
+		}()
+	}
+	return p, nil
+}
+
+// listen serves one proxy on 127.0.0.1 at a port the kernel picks.
+func (p *Process) listen(ctx context.Context, serve func(context.Context, net.Listener)) (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("proxy listener: %w", err)
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		serve(ctx, ln)
+	}()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Signal sends sig to the command.
+func (p *Process) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
+
+// Wait waits for the command, then stops the proxies and the monitor and
+// removes the session directory. It returns the exit status (128+N when
+// killed by signal N).
+func (p *Process) Wait() (int, error) {
+	p.waitOnce.Do(func() {
+		err := p.cmd.Wait()
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+		case errors.As(err, &ee):
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				p.code = 128 + int(ws.Signal())
+			} else {
+				p.code = ee.ExitCode()
+			}
+		default:
+			p.err = err
+		}
+		// Denials are logged asynchronously; give the stream a moment.
+		if p.stopMon != nil {
+			time.Sleep(200 * time.Millisecond)
+		}
+		p.cleanup()
+	})
+	return p.code, p.err
+}
+
+func (p *Process) cleanup() {
+	if p.cancel != nil {
+		p.cancel()
+	}
+	if p.srv != nil {
+		p.srv.Close()
+	}
+	p.wg.Wait()
+	if p.stopMon != nil {
+		p.stopMon()
+	}
+	if p.dir != "" {
+		os.RemoveAll(p.dir)
+	}
+}
+
+func setEnv(env []string, k, v string) []string {
+	for i, kv := range env {
+		if kk, _, _ := strings.Cut(kv, "="); kk == k {
+			env[i] = k + "=" + v
+			return env
+		}
+	}
+	return append(env, k+"="+v)
+}
+
+func getEnv(env []string, k string) string {
+	for _, kv := range env {
+		if kk, v, _ := strings.Cut(kv, "="); kk == k {
+			return v
+		}
+	}
+	return ""
+}
