@@ -124,6 +124,14 @@ func (w *walker) dir(dir string, level int) {
 	}
 	if g, ok := names[".git"]; ok {
 		w.gitDir(dir, g)
+	} else if level == 0 && w.missingAtTop {
+		// No repository here yet. Creating one is as dangerous as changing
+		// one: git run here later (or in a parent repository, which this
+		// one would shadow) would run its hooks and read its config.
+		w.add(filepath.Join(dir, ".git", "hooks"), ".git/hooks")
+		if !w.allowGitConfig {
+			w.add(filepath.Join(dir, ".git", "config"), ".git/config")
+		}
 	}
 	if level >= w.depth {
 		return
