@@ -13,7 +13,7 @@ import (
 const NoProxy = "localhost,127.0.0.1,::1"
 
 // Env returns the proxy environment of a sandboxed command, as "KEY=value"
-// strings, for relays listening on 127.0.0.1:httpPort (HTTP proxy) and
+// strings, for the proxies listening on 127.0.0.1:httpPort (HTTP) and
 // 127.0.0.1:socksPort (SOCKS5) inside the sandbox (srt-notes §4.7, issue 3
 // "Plumbing"). JAVA_TOOL_OPTIONS is not included because it must be
 // merged with the inherited value: use MergeJavaToolOptions.

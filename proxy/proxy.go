@@ -13,9 +13,11 @@
 // resolved, so a denied name never reaches DNS (item 7).
 //
 // A Server is made for one session and is not shared between concurrent
-// sandboxes. Its listeners are provided by the caller (unix sockets in a
-// 0700 directory in production), so the package makes no decision about
-// who may connect.
+// sandboxes. Its listeners are provided by the caller, so the package makes
+// no decision about who may connect. In production they are the TCP
+// sockets the sandbox's PID 1 binds on the sandbox's private loopback and
+// hands to srt (sandbox/linux/network_linux.go): only processes in that
+// network namespace can reach them, so no credential is needed.
 package proxy
 
 import (
