@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command attack is run inside the sandbox by the escape suite: each
 // subcommand tries one way out and prints one line, "BLOCKED <detail>" or
 // "ESCAPED <detail>", and exits 0 either way (non-zero only when the
