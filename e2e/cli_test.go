@@ -5,8 +5,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -63,6 +65,7 @@ func TestCLI(t *testing.T) {
 				t.Parallel()
 				dir := u.workDir(t)
 				out, errOut, code := srtRun{u: u, dir: dir, settings: writeSettings, pre: tc.pre, args: tc.args, noDashes: tc.noDashes}.run(t)
+				errOut = withoutReport(errOut)
 				if code != tc.wantCode {
 					t.Errorf("exit status %d, want %d; stderr: %s", code, tc.wantCode, errOut)
 				}
@@ -462,4 +465,47 @@ echo secret > "$TMPDIR/e2e-secret" && echo wrote`
 		}
 		run() // entries=0 again: the second run does not see the first's file
 	})
+}
+
+// TestEarlySignal sends SIGTERM to srt while the sandbox is still
+// starting: srt must still exit 143 (or 125 before the command runs), and
+// nothing of the sandbox may outlive it.
+func TestEarlySignal(t *testing.T) {
+	t.Skip(`BUG: a signal that reaches srt before the sandbox's PID 1 is known (cmd.Signal fails, so cmd/srt/run.go cancels and run_linux.go SIGKILLs bwrap) can leave bwrap or the in-sandbox PID 1 and the command running with PPID 1, and srt exits 0 or 2 instead of 143; repro: for d in 0.001 0.005 0.01 0.02; do srt -s s.json -- sleep 61 & p=$!; sleep $d; kill -TERM $p; wait $p; echo $?; done; ps -ef | grep -E 'srt-init|bwrap'`)
+	t.Parallel()
+	forEachUser(t, func(t *testing.T, u *account) {
+		t.Parallel()
+		for i := range 12 {
+			dir := u.workDir(t)
+			arg := uniqueSleep()
+			r := srtRun{u: u, dir: dir, settings: writeSettings, args: []string{"sleep", arg}}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			cmd := u.command(ctx, dir, nil, r.argv(t)...)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Duration(i*3) * time.Millisecond)
+			cmd.Process.Signal(syscall.SIGTERM)
+			code := exitCode(cmd.Wait())
+			cancel()
+			if code != 143 && code != 125 {
+				t.Errorf("SIGTERM after %dms: exit status %d, want 143 (or 125)", i*3, code)
+			}
+			if !waitGone("^sleep "+arg+"$", 2*time.Second) {
+				t.Errorf("SIGTERM after %dms: the sandboxed command outlived srt", i*3)
+				killOwn("^sleep " + arg + "$")
+			}
+		}
+	})
+}
+
+// killOwn kills, by PID, the processes matching a pattern unique to this
+// test run.
+func killOwn(pattern string) {
+	out, _ := exec.Command("pgrep", "-f", pattern).Output()
+	for _, f := range strings.Fields(string(out)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 }

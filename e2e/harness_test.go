@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -466,3 +467,12 @@ var (
 	errXDEV   = "cross-device"
 	refused   = []string{errEROFS, errEACCES, errEBUSY, errEPERM, errXDEV}
 )
+
+// violationReport matches srt's end-of-run report of blocked actions
+// ("srt: N actions were blocked by the sandbox:" and its indented lines).
+var violationReport = regexp.MustCompile(`(?m)^srt: \d+ actions? (was|were) blocked by the sandbox:\n(  .*\n)*`)
+
+// withoutReport returns stderr without srt's violation report.
+func withoutReport(stderr string) string {
+	return violationReport.ReplaceAllString(stderr, "")
+}
