@@ -1,0 +1,229 @@
+// Command srtd serves the sandbox port (issue 6) over HTTP on loopback:
+//
+//	srtd [--addr 127.0.0.1:PORT] [--token-file PATH] [--sandbox on|off]
+//
+// It probes the host once, prints exactly one start-up line (agent sandbox
+// ON …, no OS-native agent sandbox on this host …, or agent sandbox
+// DISABLED by --sandbox off), writes a new bearer token to the token file
+// (mode 0600) and serves the API of package server until SIGTERM or
+// SIGINT, which destroy every sandbox and terminal before it exits.
+//
+// Exit status: 0 after a signal, 2 for a usage error, 1 otherwise.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/srt-go/srt/server"
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
+
+type usageError struct{ error }
+
+func run(args []string, stderr io.Writer) int {
+	err := serve(args, stderr)
+	var ue usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintln(stderr, "srtd:", err)
+		return 2
+	}
+	fmt.Fprintln(stderr, "srtd:", err)
+	return 1
+}
+
+func serve(args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("srtd", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:7777", "listen address; loopback only unless --allow-non-loopback")
+	tokenFile := fs.String("token-file", "", "where to write the bearer token (mode 0600); default $XDG_RUNTIME_DIR/srtd/token or ~/.srtd/token")
+	sandboxFlag := fs.String("sandbox", "", "on (wrap launches when the host offers a backend) or off; default $SRTD_SANDBOX, else on")
+	nonLoopback := fs.Bool("allow-non-loopback", false, "allow --addr on a non-loopback address (anyone who can reach it and read the token drives the server)")
+	addrFile := fs.String("addr-file", "", "write the listening address there once listening (for --addr with port 0)")
+	maxSessions := fs.Int("max-sessions", 64, "sandboxes alive at once")
+	maxExecs := fs.Int("max-execs", 64, "execs running at once")
+	maxTerminals := fs.Int("max-terminals", 16, "terminal sessions alive at once")
+	maxBody := fs.Int64("max-body", 1<<20, "largest request body, bytes")
+	debug := fs.Bool("debug", false, "debug log lines")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	mode := *sandboxFlag
+	if mode == "" {
+		mode = os.Getenv("SRTD_SANDBOX")
+	}
+	var sandboxOn bool
+	switch strings.ToLower(mode) {
+	case "", "on":
+		sandboxOn = true
+	case "off":
+	default:
+		return usageError{fmt.Errorf("--sandbox %q: want on or off", mode)}
+	}
+	if err := checkLoopback(*addr, *nonLoopback); err != nil {
+		return usageError{err}
+	}
+	if *tokenFile == "" {
+		p, err := defaultTokenFile()
+		if err != nil {
+			return err
+		}
+		*tokenFile = p
+	}
+
+	level := slog.LevelInfo
+	if *debug {
+		level = slog.LevelDebug
+	}
+	lg := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	pt, err := newPort(lg)
+	if err != nil {
+		return err
+	}
+	// The one start-up line.
+	lg.Info(server.StartupLine(sandboxOn, pt.Probe()))
+
+	token, err := writeToken(*tokenFile)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(*tokenFile)
+
+	srv, err := server.New(server.Config{
+		Port: pt, Sandbox: sandboxOn, Token: token, Logger: lg,
+		MaxBodyBytes: *maxBody, MaxSessions: *maxSessions, MaxExecs: *maxExecs, MaxTerminals: *maxTerminals,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	if *addrFile != "" {
+		if err := os.WriteFile(*addrFile, []byte(ln.Addr().String()+"\n"), 0o644); err != nil {
+			ln.Close()
+			return err
+		}
+	}
+	hs := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	select {
+	case err := <-errc:
+		srv.Close(context.Background())
+		return err
+	case s := <-sig:
+		lg.Info("shutting down", "signal", s.String())
+	}
+	// Sandboxes first: their exec streams then end, and Shutdown does not
+	// wait for them.
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	cerr := srv.Close(ctx)
+	if err := hs.Shutdown(ctx); err != nil {
+		hs.Close()
+	}
+	if cerr != nil {
+		lg.Error("shutdown", "err", cerr)
+	}
+	return nil
+}
+
+// checkLoopback refuses a listen address that is not loopback, unless
+// allowed: the token is the only lock, and it should not be tried from
+// the network.
+func checkLoopback(addr string, allow bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--addr %q: %v", addr, err)
+	}
+	if allow {
+		return nil
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("--addr %q is not a loopback address; add --allow-non-loopback to listen there anyway", addr)
+}
+
+func defaultTokenFile() (string, error) {
+	if d := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
+		return filepath.Join(d, "srtd", "token"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("token file: %w", err)
+	}
+	return filepath.Join(home, ".srtd", "token"), nil
+}
+
+// writeToken generates a 256-bit token and writes it to path, mode 0600,
+// replacing the file atomically: a reader sees the old token or the new
+// one, never a partial one, and never a file others can read.
+func writeToken(path string) (string, error) {
+	var b [32]byte
+	rand.Read(b[:])
+	token := hex.EncodeToString(b[:])
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("token file: %w", err)
+	}
+	f, err := os.CreateTemp(dir, ".token-*")
+	if err != nil {
+		return "", fmt.Errorf("token file: %w", err)
+	}
+	defer os.Remove(f.Name())
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return "", fmt.Errorf("token file: %w", err)
+	}
+	if _, err := f.WriteString(token + "\n"); err != nil {
+		f.Close()
+		return "", fmt.Errorf("token file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return "", fmt.Errorf("token file: %w", err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return "", fmt.Errorf("token file: %w", err)
+	}
+	return token, nil
+}

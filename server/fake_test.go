@@ -1,0 +1,163 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/srt-go/srt/port"
+)
+
+// fakePort is a Port for the server-mechanics tests only (auth, limits,
+// Origin, stream order, disconnects): it sandboxes nothing. The real
+// port's behaviour is tested end to end in e2e/srtd_test.go.
+type fakePort struct {
+	probe port.Probe
+	// running counts execs in progress, over all sandboxes.
+	running atomic.Int64
+	mu      sync.Mutex
+	alive   map[string]*fakeSandbox
+}
+
+type fieldError struct{ field, msg string }
+
+func (e *fieldError) Error() string { return e.field + ": " + e.msg }
+func (e *fieldError) Field() string { return e.field }
+
+func newFakePort(available bool) *fakePort {
+	p := port.Probe{Platform: "linux", Available: available, Note: "fake"}
+	if !available {
+		p.RequiresInstall, p.InstallHint = true, "apt-get install bubblewrap"
+	}
+	return &fakePort{probe: p, alive: map[string]*fakeSandbox{}}
+}
+
+func (f *fakePort) Probe() port.Probe { return f.probe }
+
+func (f *fakePort) Launch(ctx context.Context, spec port.Spec, b port.Backend) (port.Sandbox, error) {
+	switch spec.Mode {
+	case "", port.ModeChat, port.ModeReview, port.ModePlan, port.ModeOrchestrate:
+	default:
+		return nil, &fieldError{"mode", fmt.Sprintf("unknown mode %q", spec.Mode)}
+	}
+	if spec.WorkspaceID == "" {
+		return nil, &fieldError{"workspaceId", "required"}
+	}
+	switch b {
+	case "":
+		b = port.BackendNone
+		if f.probe.Available {
+			b = port.BackendNative
+		}
+	case port.BackendMicroVM:
+		return nil, fmt.Errorf("microvm: %w", errUnavailable)
+	case port.BackendNative:
+		if !f.probe.Available {
+			return nil, fmt.Errorf("native: %w", errUnavailable)
+		}
+	}
+	sb := &fakeSandbox{f: f, h: port.Handle{SessionID: spec.SessionID, Backend: b, State: port.StateWarm}}
+	f.mu.Lock()
+	f.alive[spec.SessionID] = sb
+	f.mu.Unlock()
+	return sb, nil
+}
+
+func (f *fakePort) aliveCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.alive)
+}
+
+type fakeSandbox struct {
+	f  *fakePort
+	mu sync.Mutex
+	h  port.Handle
+}
+
+func (s *fakeSandbox) Handle() port.Handle {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.h
+}
+
+func (s *fakeSandbox) transition(from, to port.State) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.h.State != from {
+		return fmt.Errorf("%s → %s: %w", s.h.State, to, errTransition)
+	}
+	s.h.State = to
+	return nil
+}
+
+func (s *fakeSandbox) Suspend(context.Context) error {
+	return s.transition(port.StateWarm, port.StateSuspended)
+}
+
+func (s *fakeSandbox) Resume(context.Context) error {
+	return s.transition(port.StateSuspended, port.StateWarm)
+}
+
+func (s *fakeSandbox) Destroy(context.Context) error {
+	s.mu.Lock()
+	s.h.State = port.StateDestroyed
+	s.mu.Unlock()
+	s.f.mu.Lock()
+	delete(s.f.alive, s.h.SessionID)
+	s.f.mu.Unlock()
+	return nil
+}
+
+// Exec understands two commands: "count N" prints N numbered lines, one
+// event each; "sleep" blocks until its context ends.
+func (s *fakeSandbox) Exec(ctx context.Context, req port.ExecRequest) (<-chan port.Event, error) {
+	if st := s.Handle().State; st != port.StateWarm {
+		return nil, fmt.Errorf("exec in state %s: %w", st, errTransition)
+	}
+	ch := make(chan port.Event)
+	s.f.running.Add(1)
+	go func() {
+		defer close(ch)
+		defer s.f.running.Add(-1)
+		var seq uint64
+		send := func(ev port.Event) bool {
+			seq++
+			ev.Seq, ev.Time = seq, time.Now()
+			select {
+			case ch <- ev:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		}
+		killed := func() {
+			seq++
+			ch <- port.Event{Type: port.EventKilled, Seq: seq, Time: time.Now(), Reason: "manual"}
+		}
+		if !send(port.Event{Type: port.EventStarting}) || !send(port.Event{Type: port.EventReady}) {
+			killed()
+			return
+		}
+		switch req.Argv[0] {
+		case "count":
+			n, _ := strconv.Atoi(req.Argv[1])
+			for i := range n {
+				if !send(port.Event{Type: port.EventStdout, Data: []byte(strconv.Itoa(i) + "\n")}) {
+					killed()
+					return
+				}
+			}
+		case "sleep":
+			<-ctx.Done()
+			killed()
+			return
+		}
+		zero := 0
+		send(port.Event{Type: port.EventExit, ExitCode: &zero})
+	}()
+	return ch, nil
+}

@@ -1,0 +1,285 @@
+// Package server is srtd's HTTP API (issue 6): the sandbox port of seed 000
+// over JSON on loopback, exec event streams as server-sent events, and
+// terminal sessions (a PTY over WebSocket).
+//
+// Every request but GET /healthz carries the bearer token generated at
+// start-up; every request whose Origin is not absent or a loopback origin
+// of this very host is refused, so a web page cannot drive the server. The
+// API is described by api/openapi.json.
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/srt-go/srt/port"
+)
+
+// Config configures a Server. Limits say what zero means.
+type Config struct {
+	// Port launches the sandboxes. Required.
+	Port port.Port
+	// Sandbox is --sandbox: true wraps launches when the host offers a
+	// backend; false runs every launch on backend none and refuses an
+	// explicit native or microvm request.
+	Sandbox bool
+	// Token is the bearer token every request but /healthz must carry.
+	// Empty refuses every such request.
+	Token string
+	// Logger receives the server's log lines. Nil discards them.
+	Logger *slog.Logger
+
+	// MaxBodyBytes bounds a request body. Zero means 1 MiB.
+	MaxBodyBytes int64
+	// MaxSessions bounds the sandboxes alive at once. Zero means 64.
+	MaxSessions int
+	// MaxExecs bounds the execs running at once, over all sessions. Zero
+	// means 64.
+	MaxExecs int
+	// MaxTerminals bounds the terminal sessions alive at once. Zero
+	// means 16.
+	MaxTerminals int
+	// AttachTimeout is how long a new terminal waits for its WebSocket
+	// before it is killed. Zero means 30s.
+	AttachTimeout time.Duration
+	// Terminal configures native terminals; see TerminalConfig.
+	Terminal TerminalConfig
+}
+
+// Server is the srtd API. Create it with New; serve Handler; call Close
+// on shutdown to destroy every sandbox and terminal.
+type Server struct {
+	cfg  Config
+	log  *slog.Logger
+	mux  *http.ServeMux
+	stop context.Context // done when Close starts
+	halt context.CancelFunc
+
+	mu        sync.Mutex
+	sessions  map[string]*session  // guarded by mu
+	terminals map[string]*terminal // guarded by mu
+	pending   int                  // launches in progress, guarded by mu
+	execs     chan struct{}        // semaphore of MaxExecs
+	closed    bool                 // guarded by mu
+	wg        sync.WaitGroup       // execs and terminals in flight
+}
+
+// New returns a Server. It does not listen.
+func New(cfg Config) (*Server, error) {
+	if cfg.Port == nil {
+		return nil, errors.New("server: no port")
+	}
+	if cfg.MaxBodyBytes == 0 {
+		cfg.MaxBodyBytes = 1 << 20
+	}
+	if cfg.MaxSessions == 0 {
+		cfg.MaxSessions = 64
+	}
+	if cfg.MaxExecs == 0 {
+		cfg.MaxExecs = 64
+	}
+	if cfg.MaxTerminals == 0 {
+		cfg.MaxTerminals = 16
+	}
+	if cfg.AttachTimeout == 0 {
+		cfg.AttachTimeout = 30 * time.Second
+	}
+	lg := cfg.Logger
+	if lg == nil {
+		lg = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{
+		cfg:       cfg,
+		log:       lg,
+		mux:       http.NewServeMux(),
+		sessions:  map[string]*session{},
+		terminals: map[string]*terminal{},
+		execs:     make(chan struct{}, cfg.MaxExecs),
+	}
+	s.stop, s.halt = context.WithCancel(context.Background())
+	s.routes()
+	return s, nil
+}
+
+func (s *Server) routes() {
+	s.mux.HandleFunc("GET /healthz", s.healthz)
+	s.mux.HandleFunc("GET /v1/probe", s.probe)
+	s.mux.HandleFunc("POST /v1/sandboxes", s.launch)
+	s.mux.HandleFunc("GET /v1/sandboxes", s.list)
+	s.mux.HandleFunc("GET /v1/sandboxes/{sessionId}", s.get)
+	s.mux.HandleFunc("POST /v1/sandboxes/{sessionId}/exec", s.exec)
+	s.mux.HandleFunc("POST /v1/sandboxes/{sessionId}/suspend", s.suspend)
+	s.mux.HandleFunc("POST /v1/sandboxes/{sessionId}/resume", s.resume)
+	s.mux.HandleFunc("DELETE /v1/sandboxes/{sessionId}", s.destroy)
+	s.mux.HandleFunc("POST /v1/terminals", s.newTerminal)
+	s.mux.HandleFunc("GET /v1/terminals/{id}", s.getTerminal)
+	s.mux.HandleFunc("DELETE /v1/terminals/{id}", s.deleteTerminal)
+	s.mux.HandleFunc("GET /v1/terminals/{id}/ws", s.attachTerminal)
+}
+
+// Handler returns the API handler: Host and Origin checks, then the token
+// (except /healthz), then the routes.
+func (s *Server) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A DNS-rebinding page reaches us under its own host name; a
+		// loopback Host is all a local client ever sends.
+		if !loopbackHost(r.Host) {
+			writeError(w, http.StatusForbidden, "", "Host %q is not a loopback address", r.Host)
+			return
+		}
+		// Browsers send Origin on every cross-origin request and on every
+		// WebSocket handshake; only a page served by this very host could
+		// pass, and nothing here serves pages.
+		if o := r.Header.Get("Origin"); o != "" && !sameLoopbackOrigin(o, r.Host) {
+			writeError(w, http.StatusForbidden, "", "Origin %q refused: a web page may not drive srtd", o)
+			return
+		}
+		if r.URL.Path != "/healthz" && !s.authorized(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="srtd"`)
+			writeError(w, http.StatusUnauthorized, "", "missing or bad bearer token")
+			return
+		}
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+		}
+		s.mux.ServeHTTP(w, r)
+	})
+}
+
+// authorized compares the bearer token in constant time.
+func (s *Server) authorized(r *http.Request) bool {
+	h := r.Header.Get("Authorization")
+	tok, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok || s.cfg.Token == "" {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.Token)) == 1
+}
+
+// loopbackHost reports whether a Host header names this machine's loopback.
+func loopbackHost(hostport string) bool {
+	h := hostport
+	if host, _, err := net.SplitHostPort(hostport); err == nil {
+		h = host
+	}
+	h = strings.TrimSuffix(strings.Trim(h, "[]"), ".")
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// sameLoopbackOrigin reports whether origin is http(s)://<Host> with a
+// loopback Host: a page of this server itself, which srtd never serves.
+func sameLoopbackOrigin(origin, host string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return false
+	}
+	return strings.EqualFold(u.Host, host) && loopbackHost(u.Host)
+}
+
+// Close destroys every sandbox and kills every terminal, then waits for
+// the execs and terminals in flight to end or ctx to be done. Requests
+// that arrive afterwards are refused with 503.
+func (s *Server) Close(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	sessions := s.sessions
+	s.sessions = map[string]*session{}
+	terms := s.terminals
+	s.terminals = map[string]*terminal{}
+	s.mu.Unlock()
+	s.halt()
+
+	var errs []error
+	var wg sync.WaitGroup
+	var emu sync.Mutex
+	for id, ss := range sessions {
+		wg.Go(func() {
+			if err := ss.sb.Destroy(context.WithoutCancel(ctx)); err != nil {
+				emu.Lock()
+				errs = append(errs, fmt.Errorf("destroy %s: %w", id, err))
+				emu.Unlock()
+			}
+		})
+	}
+	for _, t := range terms {
+		wg.Go(t.kill)
+	}
+	wg.Wait()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		errs = append(errs, ctx.Err())
+	}
+	return errors.Join(errs...)
+}
+
+// apiError is the body of every error response.
+type apiError struct {
+	Error string `json:"error"`
+	// Field names the request field at fault, for a 400.
+	Field string `json:"field,omitempty"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, field, format string, a ...any) {
+	writeJSON(w, status, apiError{Error: fmt.Sprintf(format, a...), Field: field})
+}
+
+// decode reads a JSON body into v, refusing unknown fields, trailing data
+// and bodies over the limit. It writes the error response itself.
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil && dec.More() {
+		err = errors.New("trailing data after the JSON object")
+	}
+	if err == nil {
+		return true
+	}
+	var mbe *http.MaxBytesError
+	var ute *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &mbe):
+		writeError(w, http.StatusRequestEntityTooLarge, "", "request body over %d bytes", mbe.Limit)
+	case errors.As(err, &ute):
+		// Field is a dotted path; an embedded struct adds its type name.
+		f := strings.TrimPrefix(ute.Field, "Spec.")
+		writeError(w, http.StatusBadRequest, f, "field %q: want %s, got JSON %s", f, ute.Type, ute.Value)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		f := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		writeError(w, http.StatusBadRequest, f, "unknown field %q", f)
+	default:
+		writeError(w, http.StatusBadRequest, "", "request body: %v", err)
+	}
+	return false
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) probe(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.cfg.Port.Probe())
+}
