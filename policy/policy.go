@@ -107,6 +107,12 @@ type Policy struct {
 	// Empty when FilesystemDisabled.
 	MandatoryPatterns []string
 
+	// View, when not nil, confines the sandbox to a few system
+	// directories and the View's mounts: nothing else is readable (see
+	// CompileView). Nil means the whole host is visible, read-only
+	// outside the write roots.
+	View *View
+
 	// Notes are human-readable remarks about rules that had no effect (a
 	// write root that does not exist, a glob that matched nothing), for
 	// debug output.
@@ -225,6 +231,9 @@ func Compile(s *settings.Settings, env Env) (*Policy, error) {
 func (p *Policy) Readable(path string) bool {
 	if p.FilesystemDisabled {
 		return true
+	}
+	if p.View != nil && !p.View.Visible(path) {
+		return false
 	}
 	deny, allow := longestPrefix(p.DenyRead, path), longestPrefix(p.AllowRead, path)
 	return deny < 0 || allow >= deny

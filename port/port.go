@@ -136,6 +136,12 @@ type Event struct {
 	// Reason is set on killed: "oom", "timeout" or "manual".
 	Reason    string     `json:"reason,omitempty"`
 	Violation *Violation `json:"violation,omitempty"`
+	// ExecID is set on starting and ready: the id that Kill and Signal
+	// (see ExecController) take. Added for srtd; unique per sandbox.
+	ExecID string `json:"execId,omitempty"`
+	// Pid is set on ready: the command's pid as the sandbox sees it
+	// (inside the native sandbox's PID namespace).
+	Pid int `json:"pid,omitempty"`
 }
 
 // ExecRequest runs one command in a warm sandbox.

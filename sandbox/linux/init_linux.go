@@ -44,6 +44,9 @@ type initSpec struct {
 	// Seccomp configures the seccomp filter installed before the command
 	// starts; it is never optional.
 	Seccomp seccomp.Options `json:"seccomp"`
+	// AgentFD, when above 2, is a socket to srt over which PID 1 serves
+	// exec requests instead of running Argv (agent_linux.go).
+	AgentFD int `json:"agentFd,omitempty"`
 }
 
 // Exit statuses of PID 1 itself, as env(1) and timeout(1) use them.
@@ -68,6 +71,12 @@ func RunInit(args []string) {
 	if os.Getpid() != 1 || len(args) != 1 {
 		fail(exitSetup, "%s is internal to srt", InitArg)
 	}
+	// Catch the signals srt relays before anything else: the Go runtime
+	// would otherwise exit on a SIGTERM that arrives during set-up. They
+	// are delivered to the command once it runs.
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT,
+		unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH, unix.SIGCONT, unix.SIGALRM)
 	specFD, err := strconv.Atoi(args[0])
 	if err != nil {
 		fail(exitSetup, "init: bad spec descriptor %q", args[0])
@@ -79,12 +88,27 @@ func RunInit(args []string) {
 	if err == nil {
 		err = json.Unmarshal(b, &spec)
 	}
-	if err != nil || len(spec.Argv) == 0 {
+	if err != nil || len(spec.Argv) == 0 && spec.AgentFD <= 2 {
 		fail(exitSetup, "init: reading spec: %v", err)
 	}
 	if spec.StartedFD > 2 {
 		unix.Write(spec.StartedFD, []byte{1})
 		unix.Close(spec.StartedFD)
+	}
+	if spec.LifelineFD > 2 {
+		unix.CloseOnExec(spec.LifelineFD)
+		go func(fd int) {
+			var b [1]byte
+			for {
+				if _, err := unix.Read(fd, b[:]); err != unix.EINTR {
+					break
+				}
+			}
+			// srt is gone: end everything in the PID namespace, then
+			// ourselves, which ends the namespace.
+			unix.Kill(-1, unix.SIGKILL)
+			os.Exit(exitSignalShift + int(unix.SIGKILL))
+		}(spec.LifelineFD)
 	}
 	for _, fd := range spec.CloseFDs {
 		unix.Close(fd)
@@ -108,6 +132,9 @@ func RunInit(args []string) {
 	if err != nil {
 		fail(exitSetup, "seccomp filter: %v; refusing to run without it", err)
 	}
+	if spec.AgentFD > 2 {
+		runAgent(spec.AgentFD) // a warm sandbox; never returns
+	}
 
 	path, err := exec.LookPath(spec.Argv[0])
 	if err != nil {
@@ -120,10 +147,6 @@ func RunInit(args []string) {
 		}
 		fail(code, "%s: %v", spec.Argv[0], errors.Unwrap(err))
 	}
-
-	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT,
-		unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH, unix.SIGCONT, unix.SIGALRM)
 
 	files := make([]uintptr, 3)
 	for i := range files {

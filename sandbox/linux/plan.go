@@ -24,6 +24,9 @@ const (
 	OpTmpfs
 	// OpRemountRO is --remount-ro DST.
 	OpRemountRO
+	// OpSymlink is --symlink SRC DST: a symbolic link at DST whose target
+	// is SRC, as written (a confined view's /bin -> usr/bin).
+	OpSymlink
 )
 
 // Op is one filesystem operation, in the order bubblewrap must apply it.
@@ -43,6 +46,8 @@ func (o Op) Args() []string {
 		return []string{"--bind", o.Src, o.Dst}
 	case OpTmpfs:
 		return []string{"--tmpfs", o.Dst}
+	case OpSymlink:
+		return []string{"--symlink", o.Src, o.Dst}
 	default:
 		return []string{"--remount-ro", o.Dst}
 	}
@@ -105,6 +110,9 @@ type node struct {
 func PlanMounts(p *policy.Policy) Plan {
 	if p.FilesystemDisabled {
 		return Plan{Ops: []Op{{Kind: OpBind, Src: "/", Dst: "/", Rule: "filesystem.disabled"}}}
+	}
+	if p.View != nil {
+		return planView(p) // a confined sandbox: see view.go
 	}
 	var plan Plan
 	nodes := map[string]*node{}

@@ -52,6 +52,10 @@ type Config struct {
 	// OnViolation is called for each refused network connection; it must
 	// not block. Nil ignores them.
 	OnViolation func(proxy.Violation)
+	// Agent makes PID 1 run no command of its own: it serves exec
+	// requests over Process.Agent until the sandbox is killed (a warm
+	// sandbox, see StartWarm). Argv must then be empty.
+	Agent bool
 }
 
 // SetupError is a failure of the sandbox itself, as opposed to the
@@ -74,6 +78,7 @@ type Process struct {
 	started  *os.File // read end of PID 1's "running" pipe
 	initPID  chan int
 	pid1     int
+	agent    *os.File // our end of PID 1's exec channel (Config.Agent)
 	mu       sync.Mutex
 	log      *slog.Logger
 	waitOnce sync.Once
@@ -89,7 +94,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Policy == nil || len(cfg.Argv) == 0 {
+	if cfg.Policy == nil || len(cfg.Argv) == 0 && !cfg.Agent {
 		return nil, setupErr("no policy or no command")
 	}
 	stateDir, err := StateDir()
@@ -183,6 +188,14 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 			AllowUnixSockets:          cfg.Policy.Settings.Network.AllowAllUnixSockets,
 			AllowNestedUserNamespaces: cfg.Policy.Settings.AllowNestedUserNamespaces,
 		},
+	}
+	if cfg.Agent {
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return nil, setupErr("socketpair: %w", err)
+		}
+		p.agent = os.NewFile(uintptr(fds[0]), "agent")
+		spec.AgentFD = addFD(os.NewFile(uintptr(fds[1]), "agent"))
 	}
 	var listenEnd *os.File
 	if p.net, listenEnd, err = newNetwork(cfg.Policy.Settings, cfg.OnViolation, lg); err != nil {
@@ -288,6 +301,9 @@ func (p *Process) abort() {
 	if p.guardian != nil {
 		p.guardian.finish()
 	}
+	if p.agent != nil {
+		p.agent.Close()
+	}
 }
 
 // readInfo reads bubblewrap's --info-fd JSON for the sandbox PID 1's host
@@ -376,8 +392,8 @@ func bwrapArgs(p *policy.Policy, plan Plan, tmpdir, dir string, infoFD int) []st
 	if !s.AllowNestedUserNamespaces {
 		a = append(a, "--disable-userns")
 	}
-	if !p.FilesystemDisabled {
-		a = append(a, "--ro-bind", "/", "/")
+	if !p.FilesystemDisabled && p.View == nil {
+		a = append(a, "--ro-bind", "/", "/") // a View starts from an empty root instead
 	}
 	var remounts []string
 	for _, op := range plan.Ops {
@@ -414,15 +430,16 @@ func bwrapArgs(p *policy.Policy, plan Plan, tmpdir, dir string, infoFD int) []st
 func adoptCandidates(p *policy.Policy, plan Plan) []string {
 	var out []string
 	for _, op := range plan.Ops {
-		if op.Kind != OpROBind || op.Src != op.Dst || !strings.HasPrefix(op.Rule, "mandatory") && !strings.HasPrefix(op.Rule, "filesystem.denyWrite") {
+		// Src is the host path (Dst differs in a View that maps a bind).
+		if op.Kind != OpROBind || op.Src == "/dev/null" || !strings.HasPrefix(op.Rule, "mandatory") && !strings.HasPrefix(op.Rule, "filesystem.denyWrite") {
 			continue
 		}
-		fi, err := os.Lstat(op.Dst)
+		fi, err := os.Lstat(op.Src)
 		if err != nil {
 			continue
 		}
-		if fi.Mode().IsRegular() && fi.Size() == 0 || fi.IsDir() && isEmptyDir(op.Dst) {
-			out = append(out, op.Dst)
+		if fi.Mode().IsRegular() && fi.Size() == 0 || fi.IsDir() && isEmptyDir(op.Src) {
+			out = append(out, op.Src)
 		}
 	}
 	_ = p

@@ -1,0 +1,51 @@
+package port
+
+import (
+	"os"
+	"slices"
+	"strings"
+)
+
+// EnvAllowList are the host variables a launched process inherits (seed
+// 000: "environnement assaini"): ordinary settings only, never the
+// server's tokens or keys. LC_* variables are kept too. Everything else of
+// the server's environment is dropped; ExecRequest.Env adds to this.
+var EnvAllowList = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "COLORTERM", "TZ"}
+
+// defaultPath is PATH when the server has none.
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// SanitizedEnv returns the allow-listed variables of host (a list of
+// "K=V", as os.Environ), in a stable order, then extra (which overrides).
+func SanitizedEnv(host []string, extra map[string]string) []string {
+	var out []string
+	for _, kv := range host {
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok {
+			continue
+		}
+		if slices.Contains(EnvAllowList, k) || strings.HasPrefix(k, "LC_") {
+			out = append(out, kv)
+		}
+	}
+	if !slices.ContainsFunc(out, func(kv string) bool { return strings.HasPrefix(kv, "PATH=") }) {
+		out = append(out, "PATH="+defaultPath)
+	}
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		out = setEnv(out, k, extra[k])
+	}
+	slices.Sort(out)
+	return out
+}
+
+func setEnv(env []string, k, v string) []string {
+	env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, k+"=") })
+	return append(env, k+"="+v)
+}
+
+func hostEnv() []string { return os.Environ() }

@@ -1,0 +1,200 @@
+package port
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/srt-go/srt/policy"
+	"github.com/srt-go/srt/proxy"
+	"github.com/srt-go/srt/sandbox/linux"
+)
+
+// nativeEnforcesNameGlobs says whether the native Linux backend can refuse
+// a file-name glob write-deny (.env, *.key, *.pem) when the file is
+// created. bubblewrap cannot: it hides or pins paths that exist, never a
+// name created later (seed 000, "Linux : bubblewrap"). This is the single
+// switch the creation-time issue turns on once Linux enforces them; until
+// then a native launch with a writable path fails closed while the launch
+// policy holds such denies (Options.NameGlobWriteDenies).
+const nativeEnforcesNameGlobs = false
+
+// StartTimeout bounds a native launch when ctx has no deadline.
+const StartTimeout = 30 * time.Second
+
+// launchNative starts a warm bubblewrap sandbox for s (seed 000, "Backend
+// natif", Linux): the sandbox sees the read-only system directories and
+// the binds, each at its guestPath; chat keeps writable binds writable,
+// the other modes make every bind read-only; protectedPaths and the
+// mandatory denies are never writable; runnerStateDirs always are; the
+// session's own proxy pair is its only egress.
+func launchNative(ctx context.Context, rt *Runtime, s *session) (runner, error) {
+	spec := s.spec
+	ro := ReadOnlyMode(spec.Mode)
+	var writable []string
+	binds := make([]policy.ViewBind, len(spec.BindMounts))
+	for i, b := range spec.BindMounts {
+		w := !ro && !b.ReadOnly
+		binds[i] = policy.ViewBind{Host: b.HostPath, Guest: b.GuestPath, Writable: w}
+		if w {
+			writable = append(writable, fmt.Sprintf("bindMounts[%d] %s", i, b.HostPath))
+		}
+	}
+	for i, d := range spec.RunnerStateDirs {
+		writable = append(writable, fmt.Sprintf("runnerStateDirs[%d] %s", i, d))
+	}
+	if len(rt.nameGlobs) > 0 && !nativeEnforcesNameGlobs && len(writable) > 0 {
+		return nil, fmt.Errorf("%w: the launch policy denies creating files named %s inside writable binds, and bubblewrap cannot refuse a new file by its name; writable here: %s (mode %s). Not launching with a weaker policy: use a read-only mode or readOnly binds",
+			ErrUnenforceable, strings.Join(rt.nameGlobs, ", "), strings.Join(writable, "; "), spec.Mode)
+	}
+	if err := checkGuests(spec, ro); err != nil {
+		return nil, err
+	}
+	p, err := policy.CompileView(policy.ViewRules{Binds: binds, Protected: spec.ProtectedPaths, Writable: spec.RunnerStateDirs})
+	if err != nil {
+		return nil, fmt.Errorf("launch policy: %w", err)
+	}
+	rules := EgressRules(rt.baseline, spec.NetworkEnabled, spec.EgressAllowlist)
+	p.Settings.Network.AllowedDomains = rules.Allowed
+	p.Settings.Network.DeniedDomains = rules.Denied
+	p.Settings.Network.AllowlistDenyReason = rules.AllowlistDenyReason
+	bwrap, err := linux.FindBwrap(rt.opts.BwrapPath)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBackendUnavailable, err)
+	}
+	dir := spec.GuestWorkdir
+	if dir == "" {
+		dir = "/"
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, StartTimeout)
+		defer cancel()
+	}
+	start := time.Now()
+	w, err := linux.StartWarm(ctx, linux.Config{
+		Policy:    p,
+		BwrapPath: bwrap,
+		Env:       SanitizedEnv(hostEnv(), nil),
+		Dir:       dir,
+		Logger:    rt.log.With("session", spec.SessionID),
+		OnViolation: func(v proxy.Violation) {
+			s.ReportViolation(Violation{Action: v.Action, Target: v.Target, Raw: fmt.Sprintf("%s %s refused: %s", v.Protocol, v.Target, v.Reason)})
+		},
+	})
+	if err != nil {
+		if d := linux.Diagnose(); d != "" {
+			err = errors.Join(err, errors.New(d))
+		}
+		return nil, fmt.Errorf("native sandbox: %w", err)
+	}
+	r := &nativeRunner{w: w, spec: spec, launched: time.Since(start)}
+	go func() {
+		<-w.Done()
+		if !r.destroying.Load() {
+			s.fail(errors.New("the sandbox's PID 1 ended unexpectedly"))
+		}
+	}()
+	return r, nil
+}
+
+// checkGuests refuses what would make bubblewrap change the host or fail
+// late: a guestWorkdir outside every guestPath, and a guestPath inside
+// another writable bind whose host directory lacks the mount point
+// (bubblewrap would create it there, on the host).
+func checkGuests(spec Spec, ro bool) error {
+	if spec.GuestWorkdir != "" {
+		ok := false
+		for _, b := range spec.BindMounts {
+			ok = ok || within(filepath.Clean(spec.GuestWorkdir), b.GuestPath)
+		}
+		if !ok {
+			return &SpecError{"guestWorkdir", spec.GuestWorkdir + " is not inside any bindMounts guestPath"}
+		}
+	}
+	for i, b := range spec.BindMounts {
+		for j, o := range spec.BindMounts {
+			if i == j || o.ReadOnly || ro || !within(b.GuestPath, o.GuestPath) {
+				continue
+			}
+			host := filepath.Join(o.HostPath, strings.TrimPrefix(b.GuestPath, o.GuestPath))
+			if _, err := os.Lstat(host); err != nil {
+				return &SpecError{fmt.Sprintf("bindMounts[%d].guestPath", i), fmt.Sprintf("%s lies inside writable bindMounts[%d], whose host side has no %s to mount on; create it first", b.GuestPath, j, host)}
+			}
+		}
+	}
+	return nil
+}
+
+// nativeRunner runs a session's commands in one warm bubblewrap sandbox.
+type nativeRunner struct {
+	w          *linux.Warm
+	spec       Spec
+	launched   time.Duration
+	destroying atomicBool
+}
+
+func (r *nativeRunner) start(c command) (proc, error) {
+	dir := c.dir
+	if dir == "" {
+		dir = r.spec.GuestWorkdir
+	}
+	var env []string
+	for k, v := range c.env {
+		env = append(env, k+"="+v)
+	}
+	e, err := r.w.Exec(linux.WarmCommand{Argv: c.argv, Env: env, Dir: dir, Stdin: c.stdin, Stdout: c.stdout, Stderr: c.stderr})
+	if err != nil {
+		return nil, err
+	}
+	pid, ok := <-e.Started
+	if !ok {
+		<-e.Done
+		if errors.Is(e.Status.Err, linux.ErrSandboxEnded) {
+			return nil, e.Status.Err
+		}
+		return nil, &startError{e.Status.Code, e.Status.Err.Error()}
+	}
+	return &nativeProc{w: r.w, e: e, p: pid}, nil
+}
+
+func (r *nativeRunner) freeze(ctx context.Context, _ []proc) error { return r.w.Freeze(ctx) }
+func (r *nativeRunner) thaw(ctx context.Context, _ []proc) error   { return r.w.Thaw(ctx) }
+
+func (r *nativeRunner) destroy(ctx context.Context) error {
+	r.destroying.Store(true)
+	return r.w.Kill()
+}
+
+func (r *nativeRunner) details() map[string]any {
+	d := map[string]any{
+		"workdir":        r.spec.GuestWorkdir,
+		"bwrapPid":       r.w.BwrapPID(),
+		"pid1":           r.w.Pid1(),
+		"httpProxy":      fmt.Sprintf("127.0.0.1:%d (inside the sandbox)", linux.HTTPProxyPort),
+		"socksProxy":     fmt.Sprintf("127.0.0.1:%d (inside the sandbox)", linux.SOCKSProxyPort),
+		"launchMillis":   r.launched.Milliseconds(),
+		"execGrantRoots": "ignored on Linux: bubblewrap has no exec block to reopen",
+	}
+	return d
+}
+
+type nativeProc struct {
+	w *linux.Warm
+	e *linux.WarmExec
+	p int
+}
+
+func (p *nativeProc) pid() int { return p.p }
+
+func (p *nativeProc) signal(sig syscall.Signal) error { return p.w.Signal(p.e.ID, sig) }
+
+func (p *nativeProc) wait() (int, int) {
+	<-p.e.Done
+	return p.e.Status.Code, p.e.Status.Signal
+}

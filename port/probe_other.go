@@ -1,0 +1,12 @@
+//go:build !linux && !darwin
+
+package port
+
+import (
+	"context"
+	"runtime"
+)
+
+// probeNative: no native sandbox outside Linux and macOS (seed 000:
+// "Windows n'a pas de bac à sable natif").
+func probeNative(ctx context.Context, _ string) Probe { return notOffered(runtime.GOOS) }

@@ -1,0 +1,304 @@
+package port
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"syscall"
+)
+
+// SandboxSetting is srtd's --sandbox / SRTD_SANDBOX (seed 000: "on"
+// means "wrap when the host offers a backend", never "require one").
+type SandboxSetting string
+
+const (
+	// SandboxOn is the default; the empty value means it too.
+	SandboxOn SandboxSetting = "on"
+	// SandboxOff is the explicit opt-out: every launch runs on none.
+	SandboxOff SandboxSetting = "off"
+)
+
+// ParseSandboxSetting reads --sandbox: "on", "off", or "" (on).
+func ParseSandboxSetting(s string) (SandboxSetting, error) {
+	switch s {
+	case "", "on":
+		return SandboxOn, nil
+	case "off":
+		return SandboxOff, nil
+	}
+	return "", fmt.Errorf("--sandbox %q: want on or off", s)
+}
+
+// Options configure New. The zero Options is a working port: sandbox on,
+// default backend native, the built-in egress baseline, no microVM.
+type Options struct {
+	// Sandbox is on ("" too) or off. Off: agent launches with no backend
+	// named run on none; naming native or microvm is an error.
+	Sandbox SandboxSetting
+	// Logger receives the fallback lines and debug output. Nil discards.
+	Logger *slog.Logger
+	// Baseline overrides the egress baseline. Nil means DefaultBaseline().
+	Baseline *Baseline
+	// MicroVM is the microVM backend's hook. Nil means no VM can start.
+	MicroVM MicroVMLauncher
+	// DefaultBackend is what Launch uses when the caller names none. ""
+	// means native (none when the host has no native sandbox). microvm
+	// falls back to native, with a log line, when no VM can start; never
+	// silently (seed 000).
+	DefaultBackend Backend
+	// NameGlobWriteDenies are the launch policy's file-name glob
+	// write-denies (seed 000, "Linux : bubblewrap"): names no process may
+	// create or write inside a writable bind. Nil means the seed's standard
+	// launch policy, StandardNameGlobWriteDenies. The native Linux backend
+	// cannot enforce them when a file is created, so while this list is
+	// not empty a native launch with any writable path fails closed (an
+	// error wrapping ErrUnenforceable). An empty, non-nil list is the
+	// operator's explicit choice of a launch policy without them; New logs
+	// it at Warn.
+	NameGlobWriteDenies []string
+	// BwrapPath is bubblewrap's absolute path. Empty means bwrap in PATH.
+	BwrapPath string
+	// OnViolation, when set, also receives every violation of every
+	// session (the events carry them too). It must not block.
+	OnViolation func(sessionID string, v Violation)
+}
+
+// StandardNameGlobWriteDenies is the seed's standard launch policy's
+// file-name glob write-denies.
+var StandardNameGlobWriteDenies = []string{".env", "*.key", "*.pem"}
+
+// Runtime is the Port New returns. Beyond Port it offers Lookup, Close and
+// SandboxOn; srtd may type-assert to it.
+type Runtime struct {
+	opts      Options
+	log       *slog.Logger
+	probe     Probe
+	baseline  Baseline
+	nameGlobs []string
+
+	mu       sync.Mutex
+	sessions map[string]*session // live (not destroyed) sessions by id
+}
+
+// ExecController is implemented by every Sandbox the port returns: it
+// kills or signals one running exec by the ExecID of its starting event.
+type ExecController interface {
+	Kill(ctx context.Context, execID string) error
+	Signal(ctx context.Context, execID string, sig syscall.Signal) error
+}
+
+// ViolationReporter is implemented by every Sandbox the port returns:
+// ReportViolation delivers a violation to the running execs' streams (the
+// hook a violation source feeds; it never blocks).
+type ViolationReporter interface {
+	ReportViolation(v Violation)
+}
+
+// New probes the host once and returns the port. ctx bounds the probe
+// only (it runs bubblewrap once, at most 10 s).
+func New(ctx context.Context, opts Options) (Port, error) {
+	rt, err := newRuntime(ctx, opts, nil)
+	if err != nil {
+		return nil, err
+	}
+	return rt, nil
+}
+
+// newRuntime is New with a probe to use instead of the host's (tests).
+func newRuntime(ctx context.Context, opts Options, probe *Probe) (*Runtime, error) {
+	set, err := ParseSandboxSetting(string(opts.Sandbox))
+	if err != nil {
+		return nil, err
+	}
+	opts.Sandbox = set
+	switch opts.DefaultBackend {
+	case "", BackendNative, BackendMicroVM, BackendNone:
+	default:
+		return nil, fmt.Errorf("default backend %q: want none, native or microvm", opts.DefaultBackend)
+	}
+	lg := opts.Logger
+	if lg == nil {
+		lg = slog.New(slog.DiscardHandler)
+	}
+	rt := &Runtime{opts: opts, log: lg, sessions: map[string]*session{}}
+	if probe != nil {
+		rt.probe = *probe
+	} else {
+		rt.probe = probeHost(ctx, opts.BwrapPath, opts.MicroVM)
+	}
+	rt.baseline = DefaultBaseline()
+	if opts.Baseline != nil {
+		rt.baseline = *opts.Baseline
+	}
+	if err := checkBaseline(rt.baseline); err != nil {
+		return nil, err
+	}
+	rt.nameGlobs = StandardNameGlobWriteDenies
+	if opts.NameGlobWriteDenies != nil {
+		rt.nameGlobs = slices.Clone(opts.NameGlobWriteDenies)
+		if len(rt.nameGlobs) == 0 {
+			lg.Warn("launch policy without file-name glob write-denies (.env, *.key, *.pem): native sandboxes may create them in writable binds")
+		}
+	}
+	return rt, nil
+}
+
+func checkBaseline(b Baseline) error {
+	r := EgressRules(b, true, nil)
+	if _, err := compileRules(r); err != nil {
+		return fmt.Errorf("egress baseline: %w", err)
+	}
+	return nil
+}
+
+// Probe implements Port: the result of the start-up probe.
+func (rt *Runtime) Probe() Probe { return rt.probe }
+
+// SandboxOn reports whether --sandbox is on.
+func (rt *Runtime) SandboxOn() bool { return rt.opts.Sandbox != SandboxOff }
+
+// StartupLine is StartupLine for this port's probe and setting.
+func (rt *Runtime) StartupLine() string { return StartupLine(rt.probe, rt.SandboxOn()) }
+
+// Lookup returns the live sandbox named id.
+func (rt *Runtime) Lookup(id string) (Sandbox, bool) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	s, ok := rt.sessions[id]
+	return s, ok
+}
+
+// Close destroys every live sandbox.
+func (rt *Runtime) Close(ctx context.Context) error {
+	rt.mu.Lock()
+	var all []*session
+	for _, s := range rt.sessions {
+		all = append(all, s)
+	}
+	rt.mu.Unlock()
+	var first error
+	for _, s := range all {
+		if err := s.Destroy(ctx); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func (rt *Runtime) forget(s *session) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.sessions[s.id] == s {
+		delete(rt.sessions, s.id)
+	}
+}
+
+// Choose returns the backend a launch asking for requested runs on, or an
+// error wrapping ErrBackendUnavailable (seed 000, "Vue d'ensemble des
+// backends"):
+//
+//   - --sandbox off: "" and none give none; native or microvm are errors.
+//   - microvm named: microvm, or an error when no VM can start; never
+//     native in its place.
+//   - native named: native, or an error when the host has none; never a
+//     native badge on the host.
+//   - "": Options.DefaultBackend; a microvm default that cannot start
+//     falls back to native with a log line; native falls back to none
+//     when the host offers no native sandbox ("on" never requires one).
+//
+// Any other value is a *SpecError for the field "backend".
+func (rt *Runtime) Choose(requested Backend) (Backend, error) {
+	switch requested {
+	case "", BackendNone, BackendNative, BackendMicroVM:
+	default:
+		return "", &SpecError{"backend", fmt.Sprintf("unknown backend %q; one of none, native, microvm", requested)}
+	}
+	if !rt.SandboxOn() {
+		if requested == "" || requested == BackendNone {
+			return BackendNone, nil
+		}
+		return "", fmt.Errorf("%w: %s requested, but the sandbox is disabled by --sandbox off", ErrBackendUnavailable, requested)
+	}
+	switch requested {
+	case BackendNone:
+		return BackendNone, nil
+	case BackendMicroVM:
+		if !rt.probe.MicroVMAvailable {
+			return "", fmt.Errorf("%w: microvm requested, but this host cannot start a VM (%s); not falling back to native", ErrBackendUnavailable, rt.probe.MicroVMNote)
+		}
+		return BackendMicroVM, nil
+	case BackendNative:
+		if !rt.probe.Available {
+			return "", fmt.Errorf("%w: native requested, but %s", ErrBackendUnavailable, rt.probe.Note)
+		}
+		return BackendNative, nil
+	}
+	pref := rt.opts.DefaultBackend
+	if pref == BackendMicroVM {
+		if rt.probe.MicroVMAvailable {
+			return BackendMicroVM, nil
+		}
+		rt.log.Info("default backend microvm unavailable; falling back to native", "reason", rt.probe.MicroVMNote)
+		pref = BackendNative
+	}
+	if pref == BackendNone {
+		return BackendNone, nil
+	}
+	if !rt.probe.Available {
+		return BackendNone, nil
+	}
+	return BackendNative, nil
+}
+
+// Launch implements Port. It validates spec (a *SpecError), chooses the
+// backend (see Choose), and starts the sandbox; it returns once the
+// sandbox is warm. ctx bounds the start only. The Handle's Backend is the
+// backend that really runs.
+func (rt *Runtime) Launch(ctx context.Context, spec Spec, backend Backend) (Sandbox, error) {
+	if err := Validate(spec); err != nil {
+		return nil, err
+	}
+	spec = normalize(spec)
+	b, err := rt.Choose(backend)
+	if err != nil {
+		return nil, err
+	}
+	s := newSession(rt, spec, b)
+	rt.mu.Lock()
+	if _, ok := rt.sessions[spec.SessionID]; ok {
+		rt.mu.Unlock()
+		return nil, fmt.Errorf("%w: %q", ErrSessionExists, spec.SessionID)
+	}
+	rt.sessions[spec.SessionID] = s
+	rt.mu.Unlock()
+
+	var sb Sandbox = s
+	switch b {
+	case BackendNone:
+		s.r, err = launchNone(spec)
+	case BackendNative:
+		s.r, err = launchNative(ctx, rt, s)
+	case BackendMicroVM:
+		sb, err = rt.opts.MicroVM.Launch(ctx, spec, rt.egressLists(spec))
+	}
+	if err != nil {
+		rt.forget(s)
+		return nil, err
+	}
+	if b == BackendMicroVM {
+		rt.forget(s) // the microVM backend keeps its own sessions
+		return sb, nil
+	}
+	s.mu.Lock()
+	s.setLocked(StateWarm)
+	s.mu.Unlock()
+	rt.log.Debug("sandbox launched", "session", spec.SessionID, "backend", string(b))
+	return s, nil
+}
+
+func (rt *Runtime) egressLists(spec Spec) EgressLists {
+	r := EgressRules(rt.baseline, spec.NetworkEnabled, spec.EgressAllowlist)
+	return EgressLists{Allowed: r.Allowed, Denied: r.Denied}
+}

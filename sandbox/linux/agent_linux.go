@@ -1,0 +1,282 @@
+package linux
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Agent mode: the sandbox's PID 1 runs no command of its own but serves
+// exec requests from srt over an inherited SOCK_SEQPACKET socket pair, so
+// that one sandbox (its namespaces, mounts, proxies) runs many commands.
+//
+// srt creates each command's stdio (pipes, or a terminal) on the host and
+// sends the sandbox's ends with SCM_RIGHTS together with the request; PID 1
+// forks the command into a session of its own, under the seccomp filter
+// PID 1 installed before serving (inherited), and reports its pid and
+// later its status. Nothing inside the sandbox can reach the socket: PID 1
+// holds it close-on-exec and is not dumpable.
+//
+// Messages are one JSON object per packet (agentMsg), srt → PID 1: exec,
+// signal, freeze, thaw; PID 1 → srt: ready (once), started, failed, exit,
+// frozen, thawed. For one exec, started (or failed) always precedes exit.
+
+// agentMsg is one message of the agent protocol, either direction.
+type agentMsg struct {
+	Op string `json:"op"`
+	ID uint64 `json:"id,omitempty"`
+	// exec
+	Argv []string `json:"argv,omitempty"`
+	Env  []string `json:"env,omitempty"`
+	Dir  string   `json:"dir,omitempty"`
+	// TTY makes the stdin descriptor (a terminal) the command's
+	// controlling terminal.
+	TTY bool `json:"tty,omitempty"`
+	// signal
+	Sig int `json:"sig,omitempty"`
+	// started
+	Pid int `json:"pid,omitempty"`
+	// failed, exit
+	Code   int    `json:"code,omitempty"`
+	Signal int    `json:"signal,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// maxAgentMsg bounds one packet; an exec request's argv and env must fit.
+const maxAgentMsg = 256 << 10
+
+// runAgent is PID 1's loop in agent mode. It returns never: when srt's end
+// of the socket closes, PID 1 exits and the kernel kills everything left
+// in the PID namespace.
+func runAgent(fd int) {
+	f := os.NewFile(uintptr(fd), "agent")
+	c, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "srt: agent: %v\n", err)
+		os.Exit(exitSetup)
+	}
+	conn := c.(*net.UnixConn)
+	a := &agentServer{conn: conn, ids: map[int]uint64{}}
+	chld := make(chan os.Signal, 64)
+	signal.Notify(chld, unix.SIGCHLD)
+	go func() {
+		for range chld {
+			a.reap()
+		}
+	}()
+	a.send(agentMsg{Op: "ready"}, nil)
+	buf := make([]byte, maxAgentMsg)
+	oob := make([]byte, unix.CmsgSpace(3*4))
+	for {
+		n, oobn, _, _, err := conn.ReadMsgUnix(buf, oob)
+		if err != nil || n == 0 {
+			os.Exit(0)
+		}
+		var fds []int
+		if oobn > 0 {
+			if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
+				for _, m := range msgs {
+					r, _ := unix.ParseUnixRights(&m)
+					fds = append(fds, r...)
+				}
+			}
+		}
+		var m agentMsg
+		if err := json.Unmarshal(buf[:n], &m); err != nil {
+			closeAll(fds)
+			continue
+		}
+		a.handle(m, fds)
+	}
+}
+
+// agentServer is PID 1's state in agent mode.
+type agentServer struct {
+	conn *net.UnixConn
+	wmu  sync.Mutex
+	// mu guards ids, which maps a running command's pid to its exec id.
+	// It is held across fork and "started", so that the reaper, which
+	// takes it before "exit", cannot report an exit before the start.
+	mu  sync.Mutex
+	ids map[int]uint64
+}
+
+func (a *agentServer) send(m agentMsg, _ []int) {
+	b, _ := json.Marshal(m)
+	a.wmu.Lock()
+	a.conn.Write(b)
+	a.wmu.Unlock()
+}
+
+func (a *agentServer) handle(m agentMsg, fds []int) {
+	switch m.Op {
+	case "exec":
+		defer closeAll(fds)
+		if len(fds) != 3 || len(m.Argv) == 0 {
+			a.send(agentMsg{Op: "failed", ID: m.ID, Code: exitSetup, Error: "bad exec request"}, nil)
+			return
+		}
+		// The request's variables override PID 1's own environment, which
+		// holds srt's base (sanitised by the caller), the proxy variables
+		// and TMPDIR.
+		env := os.Environ()
+		for _, kv := range m.Env {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				env = setEnv(env, k, v)
+			}
+		}
+		m.Env = env
+		path, code, err := lookPathIn(m.Argv[0], m.Env, m.Dir)
+		if err != nil {
+			a.send(agentMsg{Op: "failed", ID: m.ID, Code: code, Error: err.Error()}, nil)
+			return
+		}
+		attr := &syscall.SysProcAttr{Setsid: true}
+		if m.TTY {
+			attr.Setctty, attr.Ctty = true, 0
+		}
+		a.mu.Lock()
+		pid, err := syscall.ForkExec(path, m.Argv, &syscall.ProcAttr{
+			Dir: m.Dir, Env: m.Env, Files: []uintptr{uintptr(fds[0]), uintptr(fds[1]), uintptr(fds[2])}, Sys: attr,
+		})
+		if err != nil {
+			a.mu.Unlock()
+			code := exitNotExec
+			if errors.Is(err, unix.ENOENT) {
+				code = exitNotFound
+			}
+			a.send(agentMsg{Op: "failed", ID: m.ID, Code: code, Error: fmt.Sprintf("%s: %v", m.Argv[0], err)}, nil)
+			return
+		}
+		a.ids[pid] = m.ID
+		a.send(agentMsg{Op: "started", ID: m.ID, Pid: pid}, nil)
+		a.mu.Unlock()
+	case "signal":
+		closeAll(fds)
+		a.mu.Lock()
+		for pid, id := range a.ids {
+			if id == m.ID {
+				// The command's process group: what it started too.
+				if unix.Kill(-pid, syscall.Signal(m.Sig)) != nil {
+					unix.Kill(pid, syscall.Signal(m.Sig))
+				}
+			}
+		}
+		a.mu.Unlock()
+	case "freeze", "thaw":
+		closeAll(fds)
+		sig, ack := unix.SIGSTOP, "frozen"
+		if m.Op == "thaw" {
+			sig, ack = unix.SIGCONT, "thawed"
+		}
+		// kill(-1) from a PID namespace's init reaches every process in
+		// the namespace but init itself (kill(2)). Twice, so a process
+		// forked while the first pass ran is caught by the second.
+		unix.Kill(-1, sig)
+		unix.Kill(-1, sig)
+		a.send(agentMsg{Op: ack, ID: m.ID}, nil)
+	default:
+		closeAll(fds)
+	}
+}
+
+// reap collects every child that has ended; a command srt started is
+// reported, an orphan silently reaped.
+func (a *agentServer) reap() {
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || pid <= 0 {
+			return
+		}
+		a.mu.Lock()
+		id, ok := a.ids[pid]
+		delete(a.ids, pid)
+		if ok {
+			m := agentMsg{Op: "exit", ID: id}
+			switch {
+			case ws.Exited():
+				m.Code = ws.ExitStatus()
+			case ws.Signaled():
+				m.Signal = int(ws.Signal())
+				m.Code = exitSignalShift + m.Signal
+			}
+			a.send(m, nil)
+		}
+		a.mu.Unlock()
+	}
+}
+
+// lookPathIn finds argv0 in the PATH of env (not PID 1's own), relative
+// to dir for a name with a slash, as execvp would. It returns the exit
+// code a shell would give on failure.
+func lookPathIn(argv0 string, env []string, dir string) (string, int, error) {
+	check := func(p string) error {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		if fi.IsDir() || fi.Mode()&0o111 == 0 {
+			return os.ErrPermission
+		}
+		return nil
+	}
+	if strings.Contains(argv0, "/") {
+		p := argv0
+		if !filepath.IsAbs(p) && dir != "" {
+			p = filepath.Join(dir, p)
+		}
+		if err := check(p); err != nil {
+			if errors.Is(err, os.ErrPermission) {
+				return "", exitNotExec, fmt.Errorf("%s: permission denied", argv0)
+			}
+			return "", exitNotFound, fmt.Errorf("%s: no such file or directory", argv0)
+		}
+		return p, 0, nil
+	}
+	path := "/usr/local/bin:/usr/bin:/bin"
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	denied := false
+	for _, d := range filepath.SplitList(path) {
+		if d == "" {
+			d = "."
+		}
+		p := filepath.Join(d, argv0)
+		if !filepath.IsAbs(p) && dir != "" {
+			p = filepath.Join(dir, p)
+		}
+		switch err := check(p); {
+		case err == nil:
+			return p, 0, nil
+		case errors.Is(err, os.ErrPermission):
+			denied = true
+		}
+	}
+	if denied {
+		return "", exitNotExec, fmt.Errorf("%s: permission denied", argv0)
+	}
+	return "", exitNotFound, fmt.Errorf("%s: command not found", argv0)
+}
+
+func closeAll(fds []int) {
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
+}
