@@ -22,10 +22,6 @@ type fakePort struct {
 	alive   map[string]*fakeSandbox
 }
 
-type fieldError struct{ field, msg string }
-
-func (e *fieldError) Error() string { return e.field + ": " + e.msg }
-func (e *fieldError) Field() string { return e.field }
 
 func newFakePort(available bool) *fakePort {
 	p := port.Probe{Platform: "linux", Available: available, Note: "fake"}
@@ -41,10 +37,10 @@ func (f *fakePort) Launch(ctx context.Context, spec port.Spec, b port.Backend) (
 	switch spec.Mode {
 	case "", port.ModeChat, port.ModeReview, port.ModePlan, port.ModeOrchestrate:
 	default:
-		return nil, &fieldError{"mode", fmt.Sprintf("unknown mode %q", spec.Mode)}
+		return nil, &port.SpecError{Field: "mode", Reason: fmt.Sprintf("unknown mode %q", spec.Mode)}
 	}
 	if spec.WorkspaceID == "" {
-		return nil, &fieldError{"workspaceId", "required"}
+		return nil, &port.SpecError{Field: "workspaceId", Reason: "required"}
 	}
 	switch b {
 	case "":
@@ -53,10 +49,10 @@ func (f *fakePort) Launch(ctx context.Context, spec port.Spec, b port.Backend) (
 			b = port.BackendNative
 		}
 	case port.BackendMicroVM:
-		return nil, fmt.Errorf("microvm: %w", errUnavailable)
+		return nil, fmt.Errorf("microvm: %w", port.ErrBackendUnavailable)
 	case port.BackendNative:
 		if !f.probe.Available {
-			return nil, fmt.Errorf("native: %w", errUnavailable)
+			return nil, fmt.Errorf("native: %w", port.ErrBackendUnavailable)
 		}
 	}
 	sb := &fakeSandbox{f: f, h: port.Handle{SessionID: spec.SessionID, Backend: b, State: port.StateWarm}}
@@ -88,7 +84,7 @@ func (s *fakeSandbox) transition(from, to port.State) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.h.State != from {
-		return fmt.Errorf("%s → %s: %w", s.h.State, to, errTransition)
+		return &port.TransitionError{From: s.h.State, To: to}
 	}
 	s.h.State = to
 	return nil
@@ -116,7 +112,7 @@ func (s *fakeSandbox) Destroy(context.Context) error {
 // event each; "sleep" blocks until its context ends.
 func (s *fakeSandbox) Exec(ctx context.Context, req port.ExecRequest) (<-chan port.Event, error) {
 	if st := s.Handle().State; st != port.StateWarm {
-		return nil, fmt.Errorf("exec in state %s: %w", st, errTransition)
+		return nil, &port.TransitionError{From: st, To: port.StateActive}
 	}
 	ch := make(chan port.Event)
 	s.f.running.Add(1)

@@ -296,8 +296,9 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 }
 
 // writePortError answers with the status a port error deserves: 400
-// naming the field for a bad spec, 409 for an illegal state transition,
-// 503 for a backend this host cannot run, else 500.
+// naming the field for a bad spec, 409 for an illegal state transition or
+// an existing session, 422 for a policy the backend cannot enforce (the
+// launch fails closed), 503 for a backend this host cannot run, else 500.
 func (s *Server) writePortError(w http.ResponseWriter, err error) {
 	status, field := classify(err)
 	writeError(w, status, field, "%v", err)
@@ -305,13 +306,17 @@ func (s *Server) writePortError(w http.ResponseWriter, err error) {
 
 // classify maps a port error to an HTTP status and, for a 400, a field.
 func classify(err error) (status int, field string) {
-	var fe interface{ Field() string }
+	var se *port.SpecError
 	switch {
-	case errors.As(err, &fe):
-		return http.StatusBadRequest, fe.Field()
-	case errors.Is(err, errTransition):
+	case errors.As(err, &se):
+		return http.StatusBadRequest, se.Field
+	case errors.Is(err, port.ErrIllegalTransition):
 		return http.StatusConflict, ""
-	case errors.Is(err, errUnavailable):
+	case errors.Is(err, port.ErrSessionExists):
+		return http.StatusConflict, "sessionId"
+	case errors.Is(err, port.ErrUnenforceable):
+		return http.StatusUnprocessableEntity, ""
+	case errors.Is(err, port.ErrBackendUnavailable):
 		return http.StatusServiceUnavailable, "backend"
 	}
 	return http.StatusInternalServerError, ""

@@ -332,25 +332,6 @@ func TestBackendRequest(t *testing.T) {
 	}
 }
 
-func TestStartupLine(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		on   bool
-		p    port.Probe
-		want string
-	}{
-		{"on", true, port.Probe{Available: true, Note: "bubblewrap — namespaces"}, "agent sandbox ON bubblewrap — namespaces"},
-		{"no-backend", true, port.Probe{RequiresInstall: true, InstallHint: "apt-get install bubblewrap"}, "no OS-native agent sandbox on this host apt-get install bubblewrap"},
-		{"off", false, port.Probe{Available: true, Note: "x"}, "agent sandbox DISABLED by --sandbox off"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := StartupLine(tc.on, tc.p); got != tc.want {
-				t.Errorf("%q; want %q", got, tc.want)
-			}
-		})
-	}
-}
-
 // TestExecOrder: 20 concurrent execs of 2000 events each arrive complete
 // and in order (seq 1..n, lines 0..1999, starting, ready first, exit last).
 func TestExecOrder(t *testing.T) {

@@ -1,19 +1,15 @@
 package server
 
+import "github.com/srt-go/srt/port"
+
 // DefaultTerminalAllowedDomains is a native terminal's allow-list when
-// TerminalConfig.AllowedDomains is nil: the launch baseline (seed 000,
-// "Sortie réseau": LLM providers, git hosting, package registries, GitHub).
+// TerminalConfig.AllowedDomains is nil: the port's launch baseline and
+// GitHub's domains (seed 000, "Sortie réseau"; port.DefaultBaseline).
 func DefaultTerminalAllowedDomains() []string {
-	return []string{
-		"api.anthropic.com", "*.anthropic.com", "api.openai.com",
-		"github.com", "*.github.com", "*.githubusercontent.com", "gitlab.com", "bitbucket.org",
-		"registry.npmjs.org", "pypi.org", "files.pythonhosted.org", "proxy.golang.org",
-		"sum.golang.org", "crates.io", "static.crates.io", "deb.debian.org",
-	}
+	b := port.DefaultBaseline()
+	return append(b.Allowed, b.GitHub...)
 }
 
-// DefaultTerminalDeniedDomains beats the allow-list: cloud metadata
-// endpoints.
-func DefaultTerminalDeniedDomains() []string {
-	return []string{"169.254.169.254", "metadata.google.internal", "[fd00:ec2::254]"}
-}
+// DefaultTerminalDeniedDomains beats the allow-list: the port's fixed
+// deny list (cloud metadata endpoints, telemetry sinks).
+func DefaultTerminalDeniedDomains() []string { return port.DefaultBaseline().Denied }

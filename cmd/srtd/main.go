@@ -29,6 +29,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/srt-go/srt/port"
 	"github.com/srt-go/srt/server"
 )
 
@@ -64,6 +65,9 @@ func serve(args []string, stderr io.Writer) error {
 	maxExecs := fs.Int("max-execs", 64, "execs running at once")
 	maxTerminals := fs.Int("max-terminals", 16, "terminal sessions alive at once")
 	maxBody := fs.Int64("max-body", 1<<20, "largest request body, bytes")
+	defaultBackend := fs.String("default-backend", "", "backend of a launch that names none: native (default; none when the host has none) or microvm (falls back to native, with a log line, when no VM can start)")
+	nameGlobs := fs.String("name-glob-write-denies", "standard", "launch policy's file-name glob write-denies: standard (.env, *.key, *.pem; a native launch with a writable path then fails closed on Linux) or none")
+	bwrap := fs.String("bwrap", "", "bubblewrap's absolute path; default bwrap in PATH")
 	debug := fs.Bool("debug", false, "debug log lines")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -86,6 +90,14 @@ func serve(args []string, stderr io.Writer) error {
 	default:
 		return usageError{fmt.Errorf("--sandbox %q: want on or off", mode)}
 	}
+	switch *defaultBackend {
+	case "", "native", "microvm", "none":
+	default:
+		return usageError{fmt.Errorf("--default-backend %q: want native, microvm or none", *defaultBackend)}
+	}
+	if *nameGlobs != "standard" && *nameGlobs != "none" {
+		return usageError{fmt.Errorf("--name-glob-write-denies %q: want standard or none", *nameGlobs)}
+	}
 	if err := checkLoopback(*addr, *nonLoopback); err != nil {
 		return usageError{err}
 	}
@@ -103,12 +115,12 @@ func serve(args []string, stderr io.Writer) error {
 	}
 	lg := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	pt, err := newPort(lg)
+	pt, err := newPort(portOptions{sandboxOn: sandboxOn, defaultBackend: *defaultBackend, nameGlobs: *nameGlobs, bwrap: *bwrap}, lg)
 	if err != nil {
 		return err
 	}
 	// The one start-up line.
-	lg.Info(server.StartupLine(sandboxOn, pt.Probe()))
+	lg.Info(port.StartupLine(pt.Probe(), sandboxOn))
 
 	token, err := writeToken(*tokenFile)
 	if err != nil {
@@ -155,6 +167,9 @@ func serve(args []string, stderr io.Writer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	cerr := srv.Close(ctx)
+	if c, ok := pt.(interface{ Close(context.Context) error }); ok {
+		c.Close(ctx) // whatever the server did not know about
+	}
 	if err := hs.Shutdown(ctx); err != nil {
 		hs.Close()
 	}

@@ -1,13 +1,36 @@
 package main
 
 import (
-	"errors"
+	"context"
 	"log/slog"
 
 	"github.com/srt-go/srt/port"
 )
 
-// newPort returns the host's port. Until port.New lands, srtd cannot run.
-func newPort(lg *slog.Logger) (port.Port, error) {
-	return nil, errors.New("the sandbox port is not built yet")
+// portOptions are the flags that configure the port.
+type portOptions struct {
+	sandboxOn      bool
+	defaultBackend string
+	// nameGlobs is --name-glob-write-denies: "standard" (the seed's
+	// launch policy, .env *.key *.pem) or "none" (the operator's explicit
+	// choice of a launch policy without them).
+	nameGlobs string
+	bwrap     string
+}
+
+// newPort probes the host once and returns the port.
+func newPort(o portOptions, lg *slog.Logger) (port.Port, error) {
+	opts := port.Options{
+		Sandbox:        port.SandboxOn,
+		Logger:         lg,
+		DefaultBackend: port.Backend(o.defaultBackend),
+		BwrapPath:      o.bwrap,
+	}
+	if !o.sandboxOn {
+		opts.Sandbox = port.SandboxOff
+	}
+	if o.nameGlobs == "none" {
+		opts.NameGlobWriteDenies = []string{}
+	}
+	return port.New(context.Background(), opts)
 }
