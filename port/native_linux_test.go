@@ -1,10 +1,16 @@
 package port
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -86,5 +92,228 @@ func TestNativeSmoke(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(ws, "made")); string(b) != "new\n" {
 		t.Errorf("made = %q", b)
+	}
+}
+
+func launchWS(t testing.TB, rt *Runtime, id string, mode Mode, allow ...string) (Sandbox, string) {
+	t.Helper()
+	ws := t.TempDir()
+	sb, err := rt.Launch(context.Background(), Spec{SessionID: id, Mode: mode, NetworkEnabled: true, EgressAllowlist: allow,
+		BindMounts: []BindMount{{HostPath: ws, GuestPath: "/workspace"}}, GuestWorkdir: "/workspace"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sb.Destroy(context.Background()) })
+	return sb, ws
+}
+
+// TestNativeEventOrder checks the exact event sequence of an exec: seq
+// 1..n without gaps, starting, ready, the output, exit last.
+func TestNativeEventOrder(t *testing.T) {
+	rt := requireNative(t)
+	sb, _ := launchWS(t, rt, "order", ModeReview)
+	ch, err := sb.Exec(context.Background(), ExecRequest{Argv: []string{"sh", "-c", "echo one; sleep 0.1; echo two >&2; sleep 0.1; echo three; exit 7"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, _, _ := collect(t, ch)
+	var got []string
+	for i, ev := range evs {
+		if ev.Seq != uint64(i+1) {
+			t.Errorf("event %d has seq %d", i, ev.Seq)
+		}
+		s := string(ev.Type)
+		if ev.Data != nil {
+			s += ":" + strings.TrimSpace(string(ev.Data))
+		}
+		if ev.ExitCode != nil {
+			s += fmt.Sprintf(":%d", *ev.ExitCode)
+		}
+		got = append(got, s)
+	}
+	want := "starting ready stdout:one stderr:two stdout:three exit:7"
+	if strings.Join(got, " ") != want {
+		t.Errorf("events %q, want %q", strings.Join(got, " "), want)
+	}
+	if evs[1].Pid <= 1 || evs[0].ExecID == "" {
+		t.Errorf("ready lacks pid or starting lacks execId: %+v %+v", evs[0], evs[1])
+	}
+}
+
+// TestNativeLargeOutput: 50 MB on stdout arrives whole, in order, with a
+// slow consumer at first (back-pressure, nothing dropped).
+func TestNativeLargeOutput(t *testing.T) {
+	rt := requireNative(t)
+	sb, _ := launchWS(t, rt, "large", ModeReview)
+	ch, err := sb.Exec(context.Background(), ExecRequest{Argv: []string{"sh", "-c", "seq 1 9000000 | head -c 52428800"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond) // let the command run into the back-pressure
+	var buf bytes.Buffer
+	var last Event
+	for ev := range ch {
+		if ev.Type == EventStdout {
+			buf.Write(ev.Data)
+		}
+		last = ev
+	}
+	if buf.Len() != 52428800 || last.Type != EventExit || *last.ExitCode != 0 {
+		t.Fatalf("got %d bytes, last %+v", buf.Len(), last)
+	}
+	want, _ := exec.Command("sh", "-c", "seq 1 9000000 | head -c 52428800").Output()
+	if !bytes.Equal(buf.Bytes(), want) {
+		t.Fatal("output differs from the command's")
+	}
+}
+
+// TestNativeStates walks the state machine on a real sandbox: exec makes
+// it active, suspend freezes the process tree, exec while suspended is
+// refused, resume thaws, timeout and manual kills, destroy.
+func TestNativeStates(t *testing.T) {
+	rt := requireNative(t)
+	rt.nameGlobs = nil
+	sb, ws := launchWS(t, rt, "states", ModeChat)
+	ctx := context.Background()
+	if err := sb.Resume(ctx); !errors.Is(err, ErrIllegalTransition) {
+		t.Errorf("resume while warm: %v", err)
+	}
+	ch, err := sb.Exec(ctx, ExecRequest{Argv: []string{"sh", "-c", "i=0; while :; do i=$((i+1)); echo $i > /workspace/n; sleep 0.02; done"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := <-ch
+	ready := <-ch
+	if first.Type != EventStarting || ready.Type != EventReady {
+		t.Fatalf("%v %v", first.Type, ready.Type)
+	}
+	if s := sb.Handle().State; s != StateActive {
+		t.Fatalf("state %s, want active", s)
+	}
+	if err := sb.Suspend(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s := sb.Handle().State; s != StateSuspended {
+		t.Fatalf("state %s, want suspended", s)
+	}
+	time.Sleep(100 * time.Millisecond)
+	a, _ := os.ReadFile(filepath.Join(ws, "n"))
+	time.Sleep(300 * time.Millisecond)
+	b, _ := os.ReadFile(filepath.Join(ws, "n"))
+	if !bytes.Equal(a, b) {
+		t.Errorf("process ran while suspended: %q then %q", a, b)
+	}
+	if _, err := sb.Exec(ctx, ExecRequest{Argv: []string{"true"}}); !errors.Is(err, ErrIllegalTransition) {
+		t.Errorf("exec while suspended: %v", err)
+	}
+	if err := sb.Suspend(ctx); !errors.Is(err, ErrIllegalTransition) {
+		t.Errorf("suspend while suspended: %v", err)
+	}
+	if err := sb.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s := sb.Handle().State; s != StateActive {
+		t.Fatalf("state after resume %s, want active", s)
+	}
+	time.Sleep(200 * time.Millisecond)
+	c, _ := os.ReadFile(filepath.Join(ws, "n"))
+	if bytes.Equal(b, c) {
+		t.Errorf("process did not resume: %q", c)
+	}
+	if err := sb.(ExecController).Kill(ctx, ready.ExecID); err != nil {
+		t.Fatal(err)
+	}
+	evs, _, _ := collect(t, ch)
+	if last := evs[len(evs)-1]; last.Type != EventKilled || last.Reason != "manual" {
+		t.Errorf("last event %+v, want killed manual", last)
+	}
+	waitState(t, sb, StateWarm)
+	ch, _ = sb.Exec(ctx, ExecRequest{Argv: []string{"sleep", "30"}, Timeout: 200 * time.Millisecond})
+	evs, _, _ = collect(t, ch)
+	if last := evs[len(evs)-1]; last.Type != EventKilled || last.Reason != "timeout" || *last.ExitCode != 137 {
+		t.Errorf("last event %+v, want killed timeout 137", last)
+	}
+	ch, _ = sb.Exec(ctx, ExecRequest{Argv: []string{"no-such-command"}})
+	evs, _, errs := collect(t, ch)
+	if last := evs[len(evs)-1]; last.Type != EventExit || *last.ExitCode != 127 || !strings.Contains(errs, "not found") {
+		t.Errorf("missing command: %+v %q", last, errs)
+	}
+	pid1 := sb.Handle().Details["bwrapPid"].(int)
+	if err := sb.Destroy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s := sb.Handle().State; s != StateDestroyed {
+		t.Errorf("state %s after destroy", s)
+	}
+	if _, err := sb.Exec(ctx, ExecRequest{Argv: []string{"true"}}); !errors.Is(err, ErrIllegalTransition) {
+		t.Errorf("exec after destroy: %v", err)
+	}
+	if err := syscall.Kill(pid1, 0); err == nil {
+		t.Errorf("bubblewrap %d still runs after destroy", pid1)
+	}
+	if _, ok := rt.Lookup("states"); ok {
+		t.Errorf("destroyed session still registered")
+	}
+	for _, name := range []string{".bashrc", ".gitconfig"} {
+		if _, err := os.Lstat(filepath.Join(ws, name)); err == nil {
+			t.Errorf("placeholder %s left in the workspace", name)
+		}
+	}
+}
+
+func waitState(t *testing.T, sb Sandbox, want State) {
+	t.Helper()
+	for i := 0; i < 100 && sb.Handle().State != want; i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if s := sb.Handle().State; s != want {
+		t.Fatalf("state %s, want %s", s, want)
+	}
+}
+
+// TestNativeConcurrentSessions runs 50 sandboxes at once, each with its own
+// workspace and allow-list: each sees only its own files, and each one's
+// proxies apply its own list (its own host is not refused by policy, the
+// others' are).
+func TestNativeConcurrentSessions(t *testing.T) {
+	rt := requireNative(t)
+	const n = 50
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := fmt.Sprintf("c%02d", i)
+			ws := t.TempDir()
+			os.WriteFile(filepath.Join(ws, "id"), []byte(id), 0o644)
+			sb, err := rt.Launch(context.Background(), Spec{SessionID: id, Mode: ModeReview, NetworkEnabled: true,
+				EgressAllowlist: []string{id + ".only.srt-test"},
+				BindMounts:      []BindMount{{HostPath: ws, GuestPath: "/workspace"}}, GuestWorkdir: "/workspace"}, "")
+			if err != nil {
+				errs <- fmt.Errorf("%s: %v", id, err)
+				return
+			}
+			defer sb.Destroy(context.Background())
+			other := fmt.Sprintf("c%02d", (i+1)%n)
+			script := "cat /workspace/id; echo; " +
+				"curl -s -o /dev/null -w '%{http_code} ' --max-time 10 -x http://127.0.0.1:3128 http://" + id + ".only.srt-test/; " +
+				"curl -s -o /dev/null -w '%{http_code}' --max-time 10 -x http://127.0.0.1:3128 http://" + other + ".only.srt-test/"
+			ch, err := sb.Exec(context.Background(), ExecRequest{Argv: []string{"sh", "-c", script}})
+			if err != nil {
+				errs <- fmt.Errorf("%s: %v", id, err)
+				return
+			}
+			_, out, _ := collect(t, ch)
+			lines := strings.Split(out, "\n")
+			if len(lines) != 2 || lines[0] != id || strings.HasPrefix(lines[1], "403") || !strings.HasSuffix(lines[1], " 403") {
+				errs <- fmt.Errorf("%s: output %q (want own id, own host not refused by policy, other's 403)", id, out)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
