@@ -1,0 +1,115 @@
+package microvm
+
+import (
+	"sync"
+	"time"
+
+	"github.com/srt-go/srt/proxy"
+)
+
+// State is a VM's lifecycle state (seed 000, "SandboxState").
+type State string
+
+const (
+	StateCreated   State = "created"   // Launch has not booted it yet
+	StateWarm      State = "warm"      // booted, agent ready, nothing running
+	StateActive    State = "active"    // at least one Exec process running
+	StateSuspended State = "suspended" // paused, maybe snapshotted to disk
+	StateDestroyed State = "destroyed" // Close ran; the VM is gone
+	StateError     State = "error"     // boot failed or QEMU died; see VM.Err
+)
+
+// EventType names an event (seed 000, "Événements du bac à sable").
+type EventType string
+
+const (
+	EventStarting  EventType = "starting"
+	EventReady     EventType = "ready"
+	EventStdout    EventType = "stdout"
+	EventStderr    EventType = "stderr"
+	EventExit      EventType = "exit"
+	EventKilled    EventType = "killed"
+	EventViolation EventType = "violation"
+)
+
+// Event is one entry of a VM's event stream.
+type Event struct {
+	Type EventType
+	Time time.Time
+	// ExecID is the Process.ID for stdout, stderr, exit and killed; 0
+	// for VM-wide events.
+	ExecID int
+	// Data is the output for stdout and stderr.
+	Data []byte
+	// ExitCode is set for exit: the status, 128+N for signal N.
+	ExitCode int
+	// Reason says why for killed ("manual", "timeout", "signal N") and
+	// for starting/ready gives the accelerator.
+	Reason string
+	// Violation is set for violation.
+	Violation *proxy.Violation
+}
+
+// eventQueue delivers events in order and without loss: emit appends to
+// an unbounded slice and one goroutine feeds the channel. A consumer that
+// stops reading makes the queue grow, never an emitter block.
+type eventQueue struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	q      []Event
+	closed bool
+	ch     chan Event
+}
+
+func newEventQueue() *eventQueue {
+	e := &eventQueue{ch: make(chan Event, 64)}
+	e.cond = sync.NewCond(&e.mu)
+	go e.pump()
+	return e
+}
+
+func (e *eventQueue) emit(ev Event) {
+	if e == nil {
+		return
+	}
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+	}
+	e.mu.Lock()
+	if !e.closed {
+		e.q = append(e.q, ev)
+		e.cond.Signal()
+	}
+	e.mu.Unlock()
+}
+
+// close delivers what is queued, then closes the channel.
+func (e *eventQueue) close() {
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	e.closed = true
+	e.cond.Signal()
+	e.mu.Unlock()
+}
+
+func (e *eventQueue) pump() {
+	for {
+		e.mu.Lock()
+		for len(e.q) == 0 && !e.closed {
+			e.cond.Wait()
+		}
+		if len(e.q) == 0 && e.closed {
+			e.mu.Unlock()
+			close(e.ch)
+			return
+		}
+		batch := e.q
+		e.q = nil
+		e.mu.Unlock()
+		for _, ev := range batch {
+			e.ch <- ev
+		}
+	}
+}

@@ -1,0 +1,231 @@
+package guest
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+	"github.com/hashicorp/yamux"
+	"github.com/srt-go/srt/microvm/internal/wire"
+	"github.com/srt-go/srt/proxy"
+	"golang.org/x/sys/unix"
+)
+
+// outputGrace is how long the agent keeps reading a process's output
+// after it exited: a background child that inherited stdout must not hold
+// the exit status back for ever.
+const outputGrace = 2 * time.Second
+
+// exec runs one process for an exec stream.
+func (a *agent) exec(st *yamux.Stream) {
+	var req wire.ExecRequest
+	if err := wire.ReadJSON(st, &req); err != nil {
+		return
+	}
+	a.mu.Lock()
+	cfg := a.cfg
+	a.mu.Unlock()
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=/root", "USER=root", "LANG=C.UTF-8"}
+	if req.TTY != nil {
+		env = append(env, "TERM=xterm-256color")
+	}
+	if cfg.HTTPPort != 0 {
+		env = append(env, proxy.Env(cfg.HTTPPort, cfg.SOCKSPort)...)
+	}
+	env = mergeEnv(env, req.Env)
+	dir := req.Dir
+	if dir == "" {
+		dir = "/"
+	}
+	fail := func(err error) { wire.WriteJSON(st, wire.ExecStarted{Error: err.Error()}) }
+	if len(req.Argv) == 0 {
+		fail(errors.New("empty argv"))
+		return
+	}
+	path, err := lookPath(req.Argv[0], env)
+	if err != nil {
+		fail(err)
+		return
+	}
+
+	var (
+		wmu      sync.Mutex // one frame at a time on st
+		stdin    io.WriteCloser
+		outs     []*os.File // read ends we copy to the host
+		childEnd []*os.File // closed in the agent once the child has them
+		ptmx     *os.File
+	)
+	attr := &os.ProcAttr{Dir: dir, Env: env}
+	if req.TTY != nil {
+		ptmx, tty, err := pty.Open()
+		if err != nil {
+			fail(err)
+			return
+		}
+		pty.Setsize(ptmx, &pty.Winsize{Rows: req.TTY.Rows, Cols: req.TTY.Cols})
+		attr.Files = []*os.File{tty, tty, tty}
+		attr.Sys = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+		stdin, outs, childEnd = ptmx, []*os.File{ptmx}, []*os.File{tty}
+		defer ptmx.Close()
+	} else {
+		inR, inW, err1 := os.Pipe()
+		outR, outW, err2 := os.Pipe()
+		errR, errW, err3 := os.Pipe()
+		if err := errors.Join(err1, err2, err3); err != nil {
+			fail(err)
+			return
+		}
+		attr.Files = []*os.File{inR, outW, errW}
+		attr.Sys = &syscall.SysProcAttr{Setpgid: true}
+		stdin, outs, childEnd = inW, []*os.File{outR, errR}, []*os.File{inR, outW, errW}
+		defer outR.Close()
+		defer errR.Close()
+	}
+	_ = ptmx
+	pid, status, err := a.procs.start(path, req.Argv, attr)
+	for _, f := range childEnd {
+		f.Close()
+	}
+	if err != nil {
+		stdin.Close()
+		fail(err)
+		return
+	}
+	if err := wire.WriteJSON(st, wire.ExecStarted{PID: pid}); err != nil {
+		unix.Kill(-pid, unix.SIGKILL)
+	}
+
+	// Host → guest: stdin, signals, resizes. A broken stream means the
+	// host is gone: kill the process group.
+	go func() {
+		var buf []byte
+		for {
+			typ, p, err := wire.ReadFrame(st, buf)
+			if err != nil {
+				unix.Kill(-pid, unix.SIGKILL)
+				stdin.Close()
+				return
+			}
+			buf = p[:0]
+			switch typ {
+			case wire.FrameStdin:
+				if len(p) == 0 {
+					if req.TTY != nil {
+						stdin.Write([]byte{4}) // ^D: end of input for the line discipline
+					} else {
+						stdin.Close()
+					}
+					continue
+				}
+				stdin.Write(p)
+			case wire.FrameSignal:
+				if len(p) == 1 {
+					// The process group: a shell's children get it too.
+					if unix.Kill(-pid, unix.Signal(p[0])) != nil {
+						unix.Kill(pid, unix.Signal(p[0]))
+					}
+				}
+			case wire.FrameResize:
+				if len(p) == 4 && req.TTY != nil {
+					pty.Setsize(outs[0], &pty.Winsize{
+						Rows: uint16(p[0])<<8 | uint16(p[1]), Cols: uint16(p[2])<<8 | uint16(p[3])})
+				}
+			}
+		}
+	}()
+
+	var wg sync.WaitGroup
+	for i, f := range outs {
+		typ := wire.FrameStdout
+		if i == 1 {
+			typ = wire.FrameStderr
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b := make([]byte, 32<<10)
+			for {
+				n, err := f.Read(b)
+				if n > 0 {
+					wmu.Lock()
+					werr := wire.WriteFrame(st, typ, b[:n])
+					wmu.Unlock()
+					if werr != nil {
+						return
+					}
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	ws := <-status
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(outputGrace):
+		for _, f := range outs {
+			f.Close()
+		}
+		<-done
+	}
+	es := wire.ExitStatus{Code: ws.ExitStatus()}
+	if ws.Signaled() {
+		es.Signal = int(ws.Signal())
+		es.Code = 128 + es.Signal
+	}
+	b, _ := jsonMarshal(es)
+	wmu.Lock()
+	wire.WriteFrame(st, wire.FrameExit, b)
+	wmu.Unlock()
+}
+
+func mergeEnv(base, over []string) []string {
+	idx := map[string]int{}
+	out := append([]string(nil), base...)
+	for i, kv := range out {
+		k, _, _ := strings.Cut(kv, "=")
+		idx[k] = i
+	}
+	for _, kv := range over {
+		k, _, _ := strings.Cut(kv, "=")
+		if i, ok := idx[k]; ok {
+			out[i] = kv
+		} else {
+			idx[k] = len(out)
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// lookPath finds file in the PATH of env, as execvp does.
+func lookPath(file string, env []string) (string, error) {
+	if strings.Contains(file, "/") {
+		return file, nil
+	}
+	pathv := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			pathv = v
+		}
+	}
+	for _, d := range filepath.SplitList(pathv) {
+		p := filepath.Join(d, file)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", &os.PathError{Op: "exec", Path: file, Err: errors.New("executable file not found in $PATH")}
+}
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

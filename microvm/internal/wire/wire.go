@@ -1,0 +1,195 @@
+// Package wire is the protocol between the microvm host and the guest
+// agent. Both ends speak yamux (github.com/hashicorp/yamux) over one
+// virtio-serial port: the host is the yamux client, the guest the server.
+// Every stream starts with one Kind byte naming what it carries.
+//
+// An exec stream then carries one JSON line (ExecRequest) from the host,
+// one JSON line (ExecStarted) from the guest, and frames both ways:
+// type (1 byte), length (4 bytes, big endian), payload.
+package wire
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Version is bumped on every incompatible change; the guest reports it in
+// Hello and the host refuses a mismatch.
+const Version = 1
+
+// PortName is the virtio-serial port name the guest looks for in
+// /sys/class/virtio-ports/*/name.
+const PortName = "srt.ctl"
+
+// Kind is the first byte of a stream.
+type Kind byte
+
+const (
+	KindInit    Kind = 'I' // host→guest: GuestConfig, reply Hello
+	KindExec    Kind = 'E' // host→guest: one process
+	KindControl Kind = 'C' // host→guest: one Control request, one ControlReply
+	KindHTTP    Kind = 'H' // guest→host: a client of the guest's HTTP proxy relay
+	KindSOCKS   Kind = 'S' // guest→host: a client of the guest's SOCKS5 relay
+)
+
+// Share is one virtio-9p export mounted by the guest.
+type Share struct {
+	Tag      string `json:"tag"`
+	Path     string `json:"path"`
+	ReadOnly bool   `json:"readOnly"`
+}
+
+// GuestConfig is sent once after boot and again after a snapshot restore.
+type GuestConfig struct {
+	Shares    []Share  `json:"shares"`
+	Protected []string `json:"protected"`
+	Hostname  string   `json:"hostname"`
+	// HTTPPort and SOCKSPort are the guest loopback ports of the relays.
+	HTTPPort  int `json:"httpPort"`
+	SOCKSPort int `json:"socksPort"`
+	// UnixTime is the host clock (nanoseconds), so a restored guest can
+	// step its clock forward.
+	UnixTime int64 `json:"unixTime"`
+}
+
+// Hello is the guest's answer to GuestConfig.
+type Hello struct {
+	Version int    `json:"version"`
+	Kernel  string `json:"kernel"`
+	// UptimeMS is the guest's uptime when it answered.
+	UptimeMS int64 `json:"uptimeMs"`
+	// Unprotected lists protected paths that did not exist in the guest,
+	// so nothing could be mounted on them.
+	Unprotected []string `json:"unprotected,omitempty"`
+	Error       string   `json:"error,omitempty"`
+}
+
+// TTYSize is a terminal size in character cells.
+type TTYSize struct {
+	Rows uint16 `json:"rows"`
+	Cols uint16 `json:"cols"`
+}
+
+// ExecRequest starts one process.
+type ExecRequest struct {
+	Argv []string `json:"argv"`
+	Env  []string `json:"env"`
+	Dir  string   `json:"dir"`
+	TTY  *TTYSize `json:"tty,omitempty"`
+}
+
+// ExecStarted answers an ExecRequest: the guest pid, or why it did not start.
+type ExecStarted struct {
+	PID   int    `json:"pid"`
+	Error string `json:"error,omitempty"`
+}
+
+// Control is a VM-wide request.
+type Control struct {
+	// Op is "quiesce" (unmount the shares before a snapshot), "poweroff"
+	// or "ping".
+	Op string `json:"op"`
+}
+
+// ControlReply answers a Control.
+type ControlReply struct {
+	Error string `json:"error,omitempty"`
+}
+
+// Frame types.
+const (
+	FrameStdin  byte = 0 // host→guest; empty payload is end of input
+	FrameStdout byte = 1 // guest→host
+	FrameStderr byte = 2 // guest→host
+	FrameExit   byte = 3 // guest→host; ExitStatus
+	FrameSignal byte = 4 // host→guest; 1 byte signal number
+	FrameResize byte = 5 // host→guest; rows, cols as uint16 big endian
+)
+
+// MaxFrame bounds a frame's payload.
+const MaxFrame = 1 << 20
+
+// ExitStatus is the payload of FrameExit.
+type ExitStatus struct {
+	// Code is the exit status, or 128+N when killed by signal N.
+	Code int `json:"code"`
+	// Signal is N when the process was killed by a signal, else 0.
+	Signal int `json:"signal,omitempty"`
+}
+
+// WriteFrame writes one frame.
+func WriteFrame(w io.Writer, typ byte, p []byte) error {
+	if len(p) > MaxFrame {
+		return fmt.Errorf("frame of %d bytes exceeds %d", len(p), MaxFrame)
+	}
+	var h [5]byte
+	h[0] = typ
+	binary.BigEndian.PutUint32(h[1:], uint32(len(p)))
+	if len(p) == 0 {
+		_, err := w.Write(h[:])
+		return err
+	}
+	// One Write per frame keeps frames whole when several goroutines
+	// share w under a mutex.
+	b := make([]byte, 5+len(p))
+	copy(b, h[:])
+	copy(b[5:], p)
+	_, err := w.Write(b)
+	return err
+}
+
+// ReadFrame reads one frame; buf is reused when large enough.
+func ReadFrame(r io.Reader, buf []byte) (typ byte, p []byte, err error) {
+	var h [5]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return 0, nil, err
+	}
+	n := binary.BigEndian.Uint32(h[1:])
+	if n > MaxFrame {
+		return 0, nil, fmt.Errorf("frame of %d bytes exceeds %d", n, MaxFrame)
+	}
+	if cap(buf) < int(n) {
+		buf = make([]byte, n)
+	}
+	p = buf[:n]
+	if _, err := io.ReadFull(r, p); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return 0, nil, err
+	}
+	return h[0], p, nil
+}
+
+// WriteJSON writes v as one line.
+func WriteJSON(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// ReadJSON reads one line into v. It reads byte by byte so that nothing
+// after the line is consumed.
+func ReadJSON(r io.Reader, v any) error {
+	var line []byte
+	var b [1]byte
+	for {
+		if _, err := io.ReadFull(r, b[:]); err != nil {
+			return err
+		}
+		if b[0] == '\n' {
+			break
+		}
+		if len(line) >= MaxFrame {
+			return errors.New("JSON line too long")
+		}
+		line = append(line, b[0])
+	}
+	return json.Unmarshal(line, v)
+}
