@@ -7,8 +7,10 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/srt-go/srt/proxy"
 	"github.com/srt-go/srt/sandbox/linux"
 	"github.com/srt-go/srt/settings"
+	"github.com/srt-go/srt/violation"
 )
 
 type linuxHost struct {
@@ -70,6 +72,11 @@ func (h *linuxHost) start(ctx context.Context, c *Cmd) (process, error) {
 		Stderr:    c.Stderr,
 		KeepFDs:   c.KeepFDs,
 		Logger:    h.log,
+		OnViolation: func(v proxy.Violation) {
+			c.report(violation.Violation{Time: v.Time, Action: v.Action, Target: v.Target, Reason: v.Reason, Raw: v.String()})
+		},
+		OnSandboxViolation: c.report,
+		ObserveFilesystem:  c.m.observeFS,
 	})
 	if err != nil {
 		return nil, err

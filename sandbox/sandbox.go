@@ -20,24 +20,40 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/srt-go/srt/netrule"
 	"github.com/srt-go/srt/policy"
 	"github.com/srt-go/srt/settings"
+	"github.com/srt-go/srt/violation"
 )
 
 // Options configure a Manager.
 type Options struct {
 	// Logger receives debug lines. Nil discards them.
 	Logger *slog.Logger
+	// Violations receives every refusal of every command the Manager runs
+	// (network, seccomp, and filesystem with ObserveFilesystem), each
+	// attributed to its command (Cmd.Key) and filtered by the settings'
+	// ignoreViolations. Nil means the Manager makes one of
+	// violation.DefaultCapacity entries.
+	Violations *violation.Store
+	// ObserveFilesystem also records the writes (and reads of denyRead
+	// paths) the filesystem rules refuse. Linux observes them with a
+	// seccomp notification per write-intent call, which costs a round
+	// trip to this process each (BENCHMARKS.md, "Violations"); false
+	// records network and system-call refusals only.
+	ObserveFilesystem bool
 }
 
 // Manager runs commands under one settings value. It is safe for
 // concurrent use; each command gets a sandbox of its own.
 type Manager struct {
-	settings *settings.Settings
-	log      *slog.Logger
-	host     host
+	settings   *settings.Settings
+	log        *slog.Logger
+	host       host
+	violations *violation.Store
+	observeFS  bool
 }
 
 // NewManager checks that this host can enforce s and returns a Manager.
@@ -57,7 +73,29 @@ func NewManager(s *settings.Settings, opts Options) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Manager{settings: s, log: lg, host: h}, nil
+	store := opts.Violations
+	if store == nil {
+		store = violation.NewStore(0)
+	}
+	return &Manager{settings: s, log: lg, host: h, violations: store, observeFS: opts.ObserveFilesystem}, nil
+}
+
+// Violations returns the store that records the refusals of the
+// Manager's commands.
+func (m *Manager) Violations() *violation.Store { return m.violations }
+
+// ViolationsForCommand returns the recorded violations of the command
+// whose Cmd.Key is key, oldest first.
+func (m *Manager) ViolationsForCommand(key string) []violation.Violation {
+	return m.violations.ForCommand(key)
+}
+
+// AnnotateStderrWithSandboxFailures returns stderr with a
+// <sandbox_violations> block listing the violations of the command whose
+// Cmd.Key is key, one line each (violation.Store.Annotate); stderr
+// unchanged when it has none.
+func (m *Manager) AnnotateStderrWithSandboxFailures(key, stderr string) string {
+	return m.violations.Annotate(key, stderr)
 }
 
 // Settings returns the settings the Manager enforces. Do not modify them.
@@ -71,7 +109,7 @@ func (m *Manager) Close() error { return nil }
 // exec.CommandContext, ctx ending kills the sandbox and everything in it.
 // The arguments are passed as they are: no shell parses them.
 func (m *Manager) Command(ctx context.Context, name string, args ...string) *Cmd {
-	return &Cmd{m: m, ctx: ctx, Args: append([]string{name}, args...)}
+	return &Cmd{m: m, ctx: ctx, Args: append([]string{name}, args...), key: violation.NewKey()}
 }
 
 // Cmd is one command to run in a sandbox.
@@ -94,12 +132,57 @@ type Cmd struct {
 	// KeepFDs lists descriptors above 2 of this process that the command
 	// inherits at the same numbers.
 	KeepFDs []int
+	// CommandID is the attribution key of this invocation's violations
+	// (seed 003, "Attribution des violations"): pass an opaque ID per
+	// invocation, such as a tool-use ID, to look them up later. Empty
+	// means a fresh random key per Cmd (Key), never the command text, so
+	// that commands sharing a long prefix are not mixed up and a re-run
+	// does not inherit the previous run's violations.
+	CommandID string
+	// CommandText is the command this invocation stands for, when what
+	// runs is a wrapper around it: each violation reports it as its
+	// Command, and ignoreViolations patterns are matched against it.
+	// Empty means Args joined with spaces.
+	CommandText string
 
+	key  string // the default attribution key
 	m    *Manager
 	ctx  context.Context
 	proc process
 	// Policy is the compiled policy, set by Start.
 	Policy *policy.Policy
+}
+
+// Key returns the attribution key the command's violations are recorded
+// under: CommandID, or a random key made for this Cmd.
+func (c *Cmd) Key() string {
+	if c.CommandID != "" {
+		return c.CommandID
+	}
+	return c.key
+}
+
+// commandText is what violations report as Command and what
+// ignoreViolations matches.
+func (c *Cmd) commandText() string {
+	if c.CommandText != "" {
+		return c.CommandText
+	}
+	return strings.Join(c.Args, " ")
+}
+
+// report attributes v to the command and records it, unless the
+// settings' ignoreViolations suppress it (reporting only). It never
+// blocks.
+func (c *Cmd) report(v violation.Violation) {
+	v.Key, v.Command = c.Key(), c.commandText()
+	if v.Raw == "" {
+		v.Raw = v.Line()
+	}
+	if violation.Ignored(v, v.Command, c.m.settings.IgnoreViolations) {
+		return
+	}
+	c.m.violations.Add(v)
 }
 
 // ExitError reports a command that ran and exited with a non-zero status.

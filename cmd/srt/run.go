@@ -39,6 +39,13 @@ Options (read only before COMMAND):
   --control-fd N        read settings as JSON lines from descriptor N (>= 3);
                         each line replaces the network lists of the running
                         command; a bad line is reported and ignored
+  --violations PATH     append each action the sandbox blocks to PATH, one
+                        JSON object per line (created 0600)
+  --observe-fs=false    do not record refused filesystem calls (recording
+                        them costs a little on write-heavy commands)
+  --command-id ID       the attribution key of the violations (default: a
+                        random key per run)
+  -q, --quiet           no summary of blocked actions on stderr at exit
   --check               print, guarantee by guarantee, what this host can
                         enforce; exit 0 when everything is, else 1
   -V, --version         print the version and exit
@@ -59,13 +66,17 @@ type options struct {
 	version      bool
 	help         bool
 	check        bool
+	violations   string // --violations PATH
+	commandID    string
+	observeFS    bool
+	quiet        bool
 	args         []string
 }
 
 // parseArgs reads srt's options up to the first argument that is not one
 // (or "--"); everything after belongs to the command.
 func parseArgs(args []string) (*options, error) {
-	o := &options{}
+	o := &options{observeFS: true}
 	fl := flag.NewFlagSet("srt", flag.ContinueOnError)
 	fl.SetOutput(io.Discard)
 	fl.StringVar(&o.settingsPath, "s", "", "")
@@ -79,6 +90,11 @@ func parseArgs(args []string) (*options, error) {
 	fl.BoolVar(&o.help, "h", false, "")
 	fl.BoolVar(&o.help, "help", false, "")
 	fl.BoolVar(&o.check, "check", false, "")
+	fl.StringVar(&o.violations, "violations", "", "")
+	fl.StringVar(&o.commandID, "command-id", "", "")
+	fl.BoolVar(&o.observeFS, "observe-fs", true, "")
+	fl.BoolVar(&o.quiet, "q", false, "")
+	fl.BoolVar(&o.quiet, "quiet", false, "")
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			o.help = true
@@ -133,17 +149,28 @@ func run(args []string, stdin *os.File, stdout, stderr *os.File) int {
 	for _, k := range s.Ignored {
 		lg.Debug("settings key has no effect in srt-go", "key", k)
 	}
-	m, err := sandbox.NewManager(s, sandbox.Options{Logger: lg})
+	var vfile *os.File
+	if o.violations != "" {
+		if vfile, err = openViolationsFile(o.violations); err != nil {
+			return fail("%v", err)
+		}
+	}
+	m, err := sandbox.NewManager(s, sandbox.Options{Logger: lg, ObserveFilesystem: o.observeFS})
 	if err != nil {
+		if vfile != nil {
+			vfile.Close()
+		}
 		return fail("%v", err)
 	}
 	defer m.Close()
+	vlog := startViolationLog(m.Violations(), vfile, stderr, o.debug)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cmd := m.Command(ctx, argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 	cmd.KeepFDs = inheritedFDs()
+	cmd.CommandID = o.commandID
 
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, forwardedSignals...)
@@ -160,6 +187,7 @@ func run(args []string, stdin *os.File, stdout, stderr *os.File) int {
 		}
 	}()
 	err = cmd.Wait()
+	vlog.finish(o.quiet)
 	if ctlFailed() {
 		return exitSetup
 	}

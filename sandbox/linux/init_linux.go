@@ -44,6 +44,10 @@ type initSpec struct {
 	// Seccomp configures the seccomp filter installed before the command
 	// starts; it is never optional.
 	Seccomp seccomp.Options `json:"seccomp"`
+	// NotifyFD is a socket to srt over which PID 1 sends the filter's
+	// notification listener; used only when Seccomp.Notify is set
+	// (notify_linux.go).
+	NotifyFD int `json:"notifyFd"`
 	// AgentFD, when above 2, is a socket to srt over which PID 1 serves
 	// exec requests instead of running Argv (agent_linux.go).
 	AgentFD int `json:"agentFd,omitempty"`
@@ -104,11 +108,10 @@ func RunInit(args []string) {
 	// The seccomp filter goes on last, once nothing else needs a refused
 	// call; with TSYNC it covers PID 1's every thread and, inherited, the
 	// command and all its children. no_new_privs comes with it.
-	prog, err := seccomp.Build(spec.Seccomp)
-	if err == nil {
-		err = seccomp.Install(prog)
-	}
-	if err != nil {
+	// With Seccomp.Notify the refusals go to srt instead of returning an
+	// errno directly; see notify_linux.go for why PID 1 may carry that
+	// filter itself.
+	if err := installFilter(&spec); err != nil {
 		fail(exitSetup, "seccomp filter: %v; refusing to run without it", err)
 	}
 	if spec.AgentFD > 2 {

@@ -21,6 +21,7 @@ import (
 	"github.com/srt-go/srt/policy"
 	"github.com/srt-go/srt/proxy"
 	"github.com/srt-go/srt/seccomp"
+	"github.com/srt-go/srt/violation"
 	"golang.org/x/sys/unix"
 )
 
@@ -52,6 +53,16 @@ type Config struct {
 	// OnViolation is called for each refused network connection; it must
 	// not block. Nil ignores them.
 	OnViolation func(proxy.Violation)
+	// OnSandboxViolation is called for each system call the seccomp filter
+	// refuses and, with ObserveFilesystem, each filesystem call the mounts
+	// refuse (notify_linux.go), from one goroutine; it must not block.
+	// Nil means the deny-only filter and no records.
+	OnSandboxViolation func(violation.Violation)
+	// ObserveFilesystem records refused writes (and reads of denyRead
+	// paths) through OnSandboxViolation. It costs one round trip to srt
+	// per write-intent call (per open, when denyRead is not empty); see
+	// BENCHMARKS.md. False records none.
+	ObserveFilesystem bool
 	// Agent makes PID 1 run no command of its own: it serves exec
 	// requests over Process.Agent until the sandbox is killed (a warm
 	// sandbox, see StartWarm). Argv must then be empty.
@@ -75,7 +86,8 @@ type Process struct {
 	guardian *guardian
 	term     *terminal
 	net      *network
-	started  *os.File // read end of PID 1's "running" pipe
+	notify   *notifier // nil without Config.OnSandboxViolation
+	started  *os.File  // read end of PID 1's "running" pipe
 	initPID  chan int
 	pid1     int
 	agent    *os.File // our end of PID 1's exec channel (Config.Agent)
@@ -202,6 +214,9 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		return nil, &SetupError{err}
 	}
 	spec.ListenFD = addFD(listenEnd)
+	if err := p.startNotifier(cfg, &spec, tmpdir, addFD); err != nil {
+		return nil, &SetupError{err}
+	}
 	spec.Listeners = sandboxListeners()
 	srtPath, _ := os.Executable()
 	env = proxyEnv(env, srtPath)
@@ -264,6 +279,9 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	closeAfterStart = nil
 	go readInfo(infoR, p.initPID)
 	p.net.serve()
+	if p.notify != nil {
+		p.notify.serve()
+	}
 	if p.guardian != nil {
 		if _, err := p.guardian.call(guardianRequest{Op: "watch", PIDs: []int{cmd.Process.Pid}}); err != nil {
 			return nil, setupErr("guardian: %w", err)
@@ -297,6 +315,9 @@ func (p *Process) abort() {
 	}
 	if p.net != nil {
 		p.net.close()
+	}
+	if p.notify != nil {
+		p.notify.close()
 	}
 	if p.guardian != nil {
 		p.guardian.finish()
@@ -349,6 +370,9 @@ func (p *Process) Wait() (int, error) {
 			p.term.close()
 		}
 		p.net.close()
+		if p.notify != nil {
+			p.notify.close() // every process is gone: report what is left
+		}
 		var b [1]byte
 		n, _ := p.started.Read(b[:])
 		p.started.Close()

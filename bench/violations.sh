@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# bench/violations.sh: what filesystem observation (seccomp notifications on
+# write-intent calls, answered CONTINUE by srt) costs on a write-heavy
+# workload: untarring a tree of FILES small files, and `git clone` of a local
+# repository of FILES files, each in the sandbox with --observe-fs (the
+# default) and --observe-fs=false. Also the same untar with a denyRead entry,
+# where every open is observed.
+#
+#   bench/violations.sh            # print hyperfine's tables
+#
+# Environment: SRT (binary; default: build one), FILES (default 3000),
+# RUNS (default 15), WARMUP (default 3).
+set -euo pipefail
+export LC_ALL=C
+FILES=${FILES:-3000}
+RUNS=${RUNS:-15}
+WARMUP=${WARMUP:-3}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/.." && pwd)
+command -v hyperfine >/dev/null || { echo "violations.sh: needs hyperfine (apt-get install hyperfine)" >&2; exit 1; }
+
+work=$(mktemp -d /tmp/srt-bench-violations.XXXXXX)
+chmod 755 "$work"
+trap 'rm -rf "$work"' EXIT
+srt=${SRT:-}
+if [[ -z $srt ]]; then
+	srt=$work/srt
+	(cd "$repo" && go build -o "$srt" ./cmd/srt)
+fi
+
+# A tree of FILES files of 1 KiB in 30 directories, as a tarball and as a
+# git repository.
+src=$work/src
+mkdir -p "$src"
+for ((i = 0; i < FILES; i++)); do
+	d=$src/d$((i % 30))
+	mkdir -p "$d"
+	head -c 1024 /dev/urandom >"$d/f$i"
+done
+tar -C "$work" -cf "$work/tree.tar" src
+git -C "$src" init -q
+git -C "$src" add -A
+git -C "$src" -c user.name=b -c user.email=b@b commit -q -m tree
+
+out=$work/out
+mkdir -p "$out"
+echo '{"filesystem":{"allowWrite":["'"$out"'"]}}' >"$work/s.json"
+echo '{"filesystem":{"allowWrite":["'"$out"'"],"denyRead":["'"$work"'/secret"]}}' >"$work/s-deny.json"
+mkdir -p "$work/secret"
+
+reset="rm -rf $out/src $out/clone"
+untar="tar -C $out -xf $work/tree.tar"
+clone="git clone -q $src $out/clone"
+
+echo "== untar of $FILES files (tar -xf) =="
+hyperfine -N -r "$RUNS" -w "$WARMUP" -p "$reset" \
+	-n "untar, observe off" "$srt -s $work/s.json --observe-fs=false -- $untar" \
+	-n "untar, observe on" "$srt -s $work/s.json -- $untar" \
+	-n "untar, observe on + denyRead (every open)" "$srt -s $work/s-deny.json -- $untar"
+
+echo "== git clone of a local repository of $FILES files =="
+hyperfine -N -r "$RUNS" -w "$WARMUP" -p "$reset" \
+	-n "clone, observe off" "$srt -s $work/s.json --observe-fs=false -- $clone" \
+	-n "clone, observe on" "$srt -s $work/s.json -- $clone" \
+	-n "clone, observe on + denyRead (every open)" "$srt -s $work/s-deny.json -- $clone"

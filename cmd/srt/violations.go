@@ -1,0 +1,112 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/srt-go/srt/violation"
+)
+
+// summaryLines is how many violations the exit summary lists.
+const summaryLines = 5
+
+// violationLog reports the sandbox's refusals while the command runs
+// (--violations, --debug) and sums them up at exit. Everything goes to
+// the file and stderr, never stdout, and nothing changes the exit status.
+type violationLog struct {
+	store  *violation.Store
+	file   *os.File // --violations; nil for none
+	stderr io.Writer
+	debug  bool
+	cancel func()
+	done   chan struct{}
+	mu     sync.Mutex
+	err    error // first write error on file; guarded by mu
+}
+
+// openViolationsFile opens PATH for appending, creating it 0600. srt
+// refuses to run (exit 125) when it cannot: the caller asked for a record
+// it would not get.
+func openViolationsFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("--violations: %w", err)
+	}
+	return f, nil
+}
+
+// startViolationLog subscribes to store before the command starts.
+func startViolationLog(store *violation.Store, file *os.File, stderr io.Writer, debug bool) *violationLog {
+	l := &violationLog{store: store, file: file, stderr: stderr, debug: debug, done: make(chan struct{})}
+	// A large buffer: the file must not miss a line, and writing one is
+	// far quicker than any command can be refused something.
+	ch, cancel := store.Subscribe(1 << 16)
+	l.cancel = cancel
+	go func() {
+		defer close(l.done)
+		enc := (*json.Encoder)(nil)
+		if file != nil {
+			enc = json.NewEncoder(file)
+		}
+		for v := range ch {
+			if enc != nil {
+				if err := enc.Encode(v); err != nil {
+					l.mu.Lock()
+					if l.err == nil {
+						l.err = err
+					}
+					l.mu.Unlock()
+				}
+			}
+			if debug {
+				fmt.Fprintf(stderr, "srt: blocked: %s\n", v.Raw)
+			}
+		}
+	}()
+	return l
+}
+
+// finish stops the subscription once the command has ended (every
+// violation has been recorded by then), closes the file, and prints the
+// summary unless quiet.
+func (l *violationLog) finish(quiet bool) {
+	l.cancel()
+	<-l.done
+	if l.file != nil {
+		if err := l.file.Close(); err != nil && l.err == nil {
+			l.err = err
+		}
+		if l.err != nil {
+			fmt.Fprintf(l.stderr, "srt: writing %s: %v\n", l.file.Name(), l.err)
+		}
+	}
+	if d := l.store.Dropped(); d > 0 {
+		fmt.Fprintf(l.stderr, "srt: %d violations could not be reported\n", d)
+	}
+	total := l.store.TotalCount()
+	if quiet || total == 0 {
+		return
+	}
+	if total == 1 {
+		fmt.Fprintf(l.stderr, "srt: 1 action was blocked by the sandbox:\n")
+	} else {
+		fmt.Fprintf(l.stderr, "srt: %d actions were blocked by the sandbox:\n", total)
+	}
+	vs := l.store.Violations(0)
+	for i, v := range vs {
+		if i == summaryLines {
+			break
+		}
+		fmt.Fprintf(l.stderr, "  %s\n", v.Raw)
+	}
+	if more := total - min(len(vs), summaryLines); more > 0 {
+		where := ""
+		if l.file != nil {
+			where = " (see " + l.file.Name() + ")"
+		}
+		fmt.Fprintf(l.stderr, "  … and %d more%s\n", more, where)
+	}
+}
