@@ -67,6 +67,10 @@ const writeFlags = unix.O_WRONLY | unix.O_RDWR | unix.O_CREAT | unix.O_TRUNC
 func notifyRules(rs []rule, opts Options) []rule {
 	out := make([]rule, 0, len(rs))
 	for _, r := range rs {
+		if !notified(r) {
+			out = append(out, r)
+			continue
+		}
 		r.action = retNotify
 		out = append(out, r)
 	}
@@ -88,6 +92,13 @@ func notifyRules(rs []rule, opts Options) []rule {
 	return out
 }
 
+// notified reports whether a refusal goes to the listener. clone3 keeps
+// its plain ENOSYS: it is not a refusal but the signal that makes libc and
+// Go fall back to clone, which every process start would otherwise pay a
+// round trip and a false record for. A clone3 meant to create a namespace
+// comes back as a clone with the same flags, and that one is notified.
+func notified(r rule) bool { return r.action != retENOSYS }
+
 // Table returns, by system call number, every call the filter for opts
 // notifies, with how the listener must answer it. It is empty unless
 // opts.Notify.
@@ -101,6 +112,9 @@ func Table(opts Options) (map[uint32]Call, error) {
 		return t, nil
 	}
 	for _, r := range rules(opts, s) {
+		if !notified(r) {
+			continue
+		}
 		t[r.nr] = Call{Name: r.name, Errno: unix.Errno(r.action & unix.SECCOMP_RET_DATA)}
 	}
 	if opts.ObserveWrites || opts.ObserveReads {
