@@ -3,6 +3,7 @@ package microvm
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/srt-go/srt/netrule"
 	"github.com/srt-go/srt/proxy"
+	"github.com/srt-go/srt/settings"
 )
 
 // The guest's loopback ports of the proxy relays, as in the native
@@ -186,4 +188,33 @@ type ProbeResult struct {
 	BootMS int64 `json:"bootMs,omitempty"`
 	// InstallHint names the missing packages, if that is the reason.
 	InstallHint string `json:"installHint,omitempty"`
+}
+
+// RunConfig is what "srt --backend microvm -- COMMAND" needs.
+type RunConfig struct {
+	// Settings supplies the egress rules (network.allowedDomains,
+	// deniedDomains, their reasons). Nil means settings.Default(): no
+	// network. network.httpProxyPort/socksProxyPort are not used: the
+	// VM's own proxies filter.
+	Settings *settings.Settings
+	// Workdir is the host directory shared at the same path in the guest
+	// and used as the command's working directory. Empty means the
+	// current directory.
+	Workdir string
+	// ReadOnly shares Workdir read-only.
+	ReadOnly bool
+	// Env adds to the guest environment. TERM, COLORTERM, LANG and LC_ALL
+	// of this process are passed on; nothing else of it is.
+	Env []string
+	// VM is the base VM configuration (memory, CPUs, accelerator...);
+	// its Shares, Policy and Events are filled in by RunCommand.
+	VM Config
+}
+
+// Stdio are the command's standard streams. When In is a terminal the
+// command gets a PTY in the guest, In is put in raw mode for the
+// duration, and window size changes are forwarded.
+type Stdio struct {
+	In       io.Reader
+	Out, Err io.Writer
 }

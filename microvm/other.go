@@ -32,3 +32,8 @@ func Probe(ctx context.Context) ProbeResult { return ProbeConfig(ctx, Config{}) 
 func ProbeConfig(ctx context.Context, cfg Config) ProbeResult {
 	return ProbeResult{Reason: errOS.Error()}
 }
+
+// RunCommand fails on this OS with an *UnavailableError.
+func RunCommand(ctx context.Context, rc RunConfig, argv []string, stdio Stdio) (int, error) {
+	return 0, &UnavailableError{Reason: "platform", Err: errOS}
+}

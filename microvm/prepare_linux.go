@@ -407,6 +407,11 @@ func initramfsFor(ctx context.Context, a *Assets, init string) (string, error) {
 	if !isStatic(init) {
 		return "", fmt.Errorf("guest init %s is not a static executable (build it with CGO_ENABLED=0)", init)
 	}
+	if ok, err := hasGuestAgent(init); err != nil {
+		return "", err
+	} else if !ok {
+		return "", fmt.Errorf("guest init %s does not contain the guest agent (package microvm/guest); set Config.InitPath or SRT_MICROVM_INIT", init)
+	}
 	spec := initramfsSpec{Init: init, Modules: a.Modules}
 	if bb, err := exec.LookPath("busybox"); err == nil && isStatic(bb) {
 		spec.Busybox = bb
@@ -444,4 +449,19 @@ func initramfsFor(ctx context.Context, a *Assets, init string) (string, error) {
 	}
 	os.Chmod(f.Name(), 0o644)
 	return path, os.Rename(f.Name(), path)
+}
+
+// hasGuestAgent reports whether the executable links microvm/guest, by
+// looking for its marker string. The marker is assembled at run time so
+// that this package's own binary does not contain it by accident.
+func hasGuestAgent(path string) (bool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false, err
+	}
+	m := []byte("1/tnega-tseug-mvorcim-trs")
+	for i, j := 0, len(m)-1; i < j; i, j = i+1, j-1 {
+		m[i], m[j] = m[j], m[i]
+	}
+	return bytes.Contains(b, m), nil
 }

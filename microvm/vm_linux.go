@@ -184,7 +184,15 @@ func (v *VM) boot(ctx context.Context) error {
 		}
 	}
 	v.accel = chooseAccel(ctx, v.cfg.Accel, qemu, v.assets.CacheDir, func(ctx context.Context) error {
-		return errors.New("not tried") // replaced by probeKVM when hardware KVM is plausible
+		// Hardware KVM looks usable: prove it with a test boot, bounded,
+		// since a KVM that cannot run the guest may hang rather than fail
+		// (recipe pitfall 2).
+		test, err := Launch(ctx, Config{QEMUPath: qemu, InitPath: init, CacheDir: v.cfg.CacheDir,
+			Accel: "kvm", Confine: v.cfg.Confine, MemoryMiB: 128, BootTimeout: 20 * time.Second})
+		if err == nil {
+			test.Close()
+		}
+		return err
 	})
 	if v.cfg.Confine != "none" {
 		if b, err := exec.LookPath("bwrap"); err == nil {

@@ -285,6 +285,15 @@ func TestCloseLeavesNothing(t *testing.T) {
 	if ents, _ := os.ReadDir(base); len(ents) != 0 {
 		t.Errorf("run directory left while running: %v", ents)
 	}
+	// Defence in depth: QEMU holds no capability and runs under its
+	// seccomp filter (-sandbox on).
+	for _, p := range qemuPids {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", p))
+		st := string(b)
+		if !strings.Contains(st, "CapEff:\t0000000000000000") || !strings.Contains(st, "Seccomp:\t2") {
+			t.Errorf("QEMU %d is not confined:\n%s", p, st)
+		}
+	}
 	vm.Close()
 	if s := vm.State(); s != microvm.StateDestroyed {
 		t.Errorf("state %s", s)
@@ -300,14 +309,22 @@ func TestCloseLeavesNothing(t *testing.T) {
 }
 
 func TestIncapableHostFailsLoudly(t *testing.T) {
-	for _, tc := range []struct{ name, qemu string }{
-		{"qemu-missing", "/nonexistent/qemu-system-x86_64"},
-		{"qemu-broken", "/bin/false"},
+	for _, tc := range []struct {
+		name, qemu, init string
+		unavailable      bool // an *UnavailableError, not a failed boot
+	}{
+		{"qemu-missing", "/nonexistent/qemu-system-x86_64", guestInit, true},
+		{"qemu-broken", "/bin/false", guestInit, false},
+		{"init-without-agent", "", "/bin/busybox", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			vm, err := microvm.Launch(ctx, microvm.Config{QEMUPath: tc.qemu, InitPath: guestInit})
+			vm, err := microvm.Launch(ctx, microvm.Config{QEMUPath: tc.qemu, InitPath: tc.init})
+			var ue *microvm.UnavailableError
+			if err != nil && errors.As(err, &ue) != tc.unavailable {
+				t.Errorf("error %v is not an *UnavailableError", err)
+			}
 			if err == nil {
 				vm.Close()
 				t.Fatal("Launch succeeded on an incapable host")
@@ -316,7 +333,7 @@ func TestIncapableHostFailsLoudly(t *testing.T) {
 				t.Errorf("state %s, want error", vm.State())
 			}
 			t.Logf("error: %v", err)
-			r := microvm.ProbeConfig(ctx, microvm.Config{QEMUPath: tc.qemu, InitPath: guestInit})
+			r := microvm.ProbeConfig(ctx, microvm.Config{QEMUPath: tc.qemu, InitPath: tc.init})
 			if r.Available || r.Reason == "" {
 				t.Errorf("Probe = %+v", r)
 			}

@@ -23,7 +23,13 @@ import "os"
 // and not, say, as PID 1 of some container.
 const InitEnv = "SRT_MICROVM"
 
+// marker is in every binary that links this package (IsInit reads it,
+// so the linker keeps it). The host looks for it before using an
+// executable as /init, so a binary that would not run the agent is
+// refused at Launch instead of booting a guest that hangs.
+var marker = "srt-microvm-guest-agent/1"
+
 // IsInit reports whether this process is the microvm guest's /init.
 func IsInit() bool {
-	return os.Getpid() == 1 && os.Getenv(InitEnv) == "1"
+	return os.Getpid() == 1 && os.Getenv(InitEnv) == "1" && marker != ""
 }

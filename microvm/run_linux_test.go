@@ -1,0 +1,38 @@
+package microvm_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/srt-go/srt/microvm"
+	"github.com/srt-go/srt/settings"
+)
+
+func TestRunCommand(t *testing.T) {
+	requireQEMU(t)
+	vmSlots <- struct{}{}
+	defer func() { <-vmSlots }()
+	wd := t.TempDir()
+	os.WriteFile(filepath.Join(wd, "in"), []byte("from-host"), 0o644)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out, errb bytes.Buffer
+	code, err := microvm.RunCommand(ctx, microvm.RunConfig{
+		Settings: settings.Default(), Workdir: wd, VM: microvm.Config{InitPath: guestInit},
+	}, []string{"sh", "-c", `cat in; pwd; echo out > made; srt-guest fetch http://example.com/ >/dev/null || echo no-network >&2; exit 9`},
+		microvm.Stdio{In: strings.NewReader(""), Out: &out, Err: &errb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code != 9 || out.String() != "from-host"+wd+"\n" || !strings.Contains(errb.String(), "no-network") {
+		t.Errorf("got %d %q %q", code, out.String(), errb.String())
+	}
+	if b, _ := os.ReadFile(filepath.Join(wd, "made")); string(b) != "out\n" {
+		t.Errorf("workdir not writable: %q", b)
+	}
+}
