@@ -15,7 +15,10 @@ var errOS = fmt.Errorf("microvm: the QEMU backend runs on linux, not %s: %w", ru
 func Prepare(ctx context.Context, cacheDir string) (*Assets, error) { return nil, errOS }
 
 // Assets are the files a VM boots from (linux only).
-type Assets struct{}
+type Assets struct {
+	Kernel, KernelRelease string
+	Modules               []string
+}
 
 // VM is a microvm (linux only).
 type VM struct{}

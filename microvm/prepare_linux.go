@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"time"
 )
 
 // The guest kernel (issue 7, "Guest"): Debian's generic kernel,
@@ -433,8 +434,11 @@ func initramfsFor(ctx context.Context, a *Assets, init string) (string, error) {
 	}
 	path := filepath.Join(a.CacheDir, "initrd-"+hex.EncodeToString(h.Sum(nil))[:20]+".cpio")
 	if _, err := os.Stat(path); err == nil {
+		now := time.Now()
+		os.Chtimes(path, now, now) // in use: see pruneInitramfs
 		return path, nil
 	}
+	pruneInitramfs(a.CacheDir)
 	f, err := os.CreateTemp(a.CacheDir, ".initrd-*")
 	if err != nil {
 		return "", err
@@ -464,4 +468,16 @@ func hasGuestAgent(path string) (bool, error) {
 		m[i], m[j] = m[j], m[i]
 	}
 	return bytes.Contains(b, m), nil
+}
+
+// pruneInitramfs removes initramfs files unused for a week (each use
+// touches its file), so rebuilt binaries do not fill the cache. A week,
+// not less: a VM suspended to disk boots its initramfs again on Resume.
+func pruneInitramfs(dir string) {
+	old, _ := filepath.Glob(filepath.Join(dir, "initrd-*.cpio"))
+	for _, p := range old {
+		if fi, err := os.Stat(p); err == nil && time.Since(fi.ModTime()) > 7*24*time.Hour {
+			os.Remove(p)
+		}
+	}
 }

@@ -3,7 +3,9 @@ package microvm_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -34,5 +36,29 @@ func TestRunCommand(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(wd, "made")); string(b) != "out\n" {
 		t.Errorf("workdir not writable: %q", b)
+	}
+}
+
+// TestSelfInit runs a static binary that is both the host CLI and the
+// guest's /init (no InitPath): the way srt itself is wired.
+func TestSelfInit(t *testing.T) {
+	requireQEMU(t)
+	vmSlots <- struct{}{}
+	defer func() { <-vmSlots }()
+	bin := filepath.Join(t.TempDir(), "selfinit")
+	build := exec.Command("go", "build", "-o", bin, "./internal/selfinit")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	wd := t.TempDir()
+	cmd := exec.Command(bin, wd, "sh", "-c", "echo inside; exit 3")
+	cmd.Env = append(os.Environ(), "SRT_MICROVM_INIT=")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 || out.String() != "inside\n" {
+		t.Errorf("got %v, stdout %q, stderr %q; want exit 3 and inside", err, out.String(), errb.String())
 	}
 }
