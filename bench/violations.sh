@@ -2,8 +2,8 @@
 # bench/violations.sh: what filesystem observation (seccomp notifications on
 # write-intent calls, answered CONTINUE by srt) costs on a write-heavy
 # workload: untarring a tree of FILES small files, and `git clone` of a local
-# repository of FILES files, each in the sandbox with --observe-fs (the
-# default) and --observe-fs=false. Also the same untar with a denyRead entry,
+# repository of FILES files, each in the sandbox with --observe-fs and
+# --observe-fs=false. Also the same untar with a denyRead entry,
 # where every open is observed.
 #
 #   bench/violations.sh            # print hyperfine's tables
@@ -55,11 +55,11 @@ clone="git clone -q $src $out/clone"
 echo "== untar of $FILES files (tar -xf) =="
 hyperfine -N -r "$RUNS" -w "$WARMUP" -p "$reset" \
 	-n "untar, observe off" "$srt -s $work/s.json --observe-fs=false -- $untar" \
-	-n "untar, observe on" "$srt -s $work/s.json -- $untar" \
-	-n "untar, observe on + denyRead (every open)" "$srt -s $work/s-deny.json -- $untar"
+	-n "untar, observe on" "$srt -s $work/s.json --observe-fs -- $untar" \
+	-n "untar, observe on + denyRead (every open)" "$srt -s $work/s-deny.json --observe-fs -- $untar"
 
 echo "== git clone of a local repository of $FILES files =="
 hyperfine -N -r "$RUNS" -w "$WARMUP" -p "$reset" \
 	-n "clone, observe off" "$srt -s $work/s.json --observe-fs=false -- $clone" \
-	-n "clone, observe on" "$srt -s $work/s.json -- $clone" \
-	-n "clone, observe on + denyRead (every open)" "$srt -s $work/s-deny.json -- $clone"
+	-n "clone, observe on" "$srt -s $work/s.json --observe-fs -- $clone" \
+	-n "clone, observe on + denyRead (every open)" "$srt -s $work/s-deny.json --observe-fs -- $clone"

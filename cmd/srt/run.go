@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 
 	"github.com/srt-go/srt/sandbox"
 	"github.com/srt-go/srt/settings"
@@ -41,8 +42,9 @@ Options (read only before COMMAND):
                         command; a bad line is reported and ignored
   --violations PATH     append each action the sandbox blocks to PATH, one
                         JSON object per line (created 0600)
-  --observe-fs=false    do not record refused filesystem calls (recording
-                        them costs a little on write-heavy commands)
+  --observe-fs[=false]  record refused filesystem calls too; on by default
+                        with --violations or --debug, else off (it costs a
+                        round trip to srt per write: see BENCHMARKS.md)
   --command-id ID       the attribution key of the violations (default: a
                         random key per run)
   -q, --quiet           no summary of blocked actions on stderr at exit
@@ -68,7 +70,7 @@ type options struct {
 	check        bool
 	violations   string // --violations PATH
 	commandID    string
-	observeFS    bool
+	observeFS    *bool // --observe-fs; nil: on with --violations or --debug
 	quiet        bool
 	args         []string
 }
@@ -76,7 +78,7 @@ type options struct {
 // parseArgs reads srt's options up to the first argument that is not one
 // (or "--"); everything after belongs to the command.
 func parseArgs(args []string) (*options, error) {
-	o := &options{observeFS: true}
+	o := &options{}
 	fl := flag.NewFlagSet("srt", flag.ContinueOnError)
 	fl.SetOutput(io.Discard)
 	fl.StringVar(&o.settingsPath, "s", "", "")
@@ -92,7 +94,11 @@ func parseArgs(args []string) (*options, error) {
 	fl.BoolVar(&o.check, "check", false, "")
 	fl.StringVar(&o.violations, "violations", "", "")
 	fl.StringVar(&o.commandID, "command-id", "", "")
-	fl.BoolVar(&o.observeFS, "observe-fs", true, "")
+	fl.BoolFunc("observe-fs", "", func(s string) error {
+		b, err := strconv.ParseBool(s)
+		o.observeFS = &b
+		return err
+	})
 	fl.BoolVar(&o.quiet, "q", false, "")
 	fl.BoolVar(&o.quiet, "quiet", false, "")
 	if err := fl.Parse(args); err != nil {
@@ -155,7 +161,11 @@ func run(args []string, stdin *os.File, stdout, stderr *os.File) int {
 			return fail("%v", err)
 		}
 	}
-	m, err := sandbox.NewManager(s, sandbox.Options{Logger: lg, ObserveFilesystem: o.observeFS})
+	observeFS := o.violations != "" || o.debug
+	if o.observeFS != nil {
+		observeFS = *o.observeFS
+	}
+	m, err := sandbox.NewManager(s, sandbox.Options{Logger: lg, ObserveFilesystem: observeFS})
 	if err != nil {
 		if vfile != nil {
 			vfile.Close()
