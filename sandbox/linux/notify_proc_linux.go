@@ -72,4 +72,3 @@ func readMem(pid int, addr uintptr, b []byte) error {
 	}
 	return nil
 }
-
