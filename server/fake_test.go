@@ -22,7 +22,6 @@ type fakePort struct {
 	alive   map[string]*fakeSandbox
 }
 
-
 func newFakePort(available bool) *fakePort {
 	p := port.Probe{Platform: "linux", Available: available, Note: "fake"}
 	if !available {
@@ -55,7 +54,7 @@ func (f *fakePort) Launch(ctx context.Context, spec port.Spec, b port.Backend) (
 			return nil, fmt.Errorf("native: %w", port.ErrBackendUnavailable)
 		}
 	}
-	sb := &fakeSandbox{f: f, h: port.Handle{SessionID: spec.SessionID, Backend: b, State: port.StateWarm}}
+	sb := &fakeSandbox{f: f, h: port.Handle{SessionID: spec.SessionID, Backend: b, State: port.StateWarm}, gone: make(chan struct{})}
 	f.mu.Lock()
 	f.alive[spec.SessionID] = sb
 	f.mu.Unlock()
@@ -72,6 +71,9 @@ type fakeSandbox struct {
 	f  *fakePort
 	mu sync.Mutex
 	h  port.Handle
+	// gone is closed by Destroy, which kills the running execs.
+	gone     chan struct{}
+	goneOnce sync.Once
 }
 
 func (s *fakeSandbox) Handle() port.Handle {
@@ -102,6 +104,7 @@ func (s *fakeSandbox) Destroy(context.Context) error {
 	s.mu.Lock()
 	s.h.State = port.StateDestroyed
 	s.mu.Unlock()
+	s.goneOnce.Do(func() { close(s.gone) })
 	s.f.mu.Lock()
 	delete(s.f.alive, s.h.SessionID)
 	s.f.mu.Unlock()
@@ -148,7 +151,10 @@ func (s *fakeSandbox) Exec(ctx context.Context, req port.ExecRequest) (<-chan po
 				}
 			}
 		case "sleep":
-			<-ctx.Done()
+			select {
+			case <-ctx.Done():
+			case <-s.gone:
+			}
 			killed()
 			return
 		}

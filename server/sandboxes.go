@@ -85,13 +85,12 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		writeError(w, http.StatusConflict, "sessionId", "session %q exists", spec.SessionID)
 		return
-	case len(s.sessions)+s.pending >= s.cfg.MaxSessions:
+	case len(s.sessions) >= s.cfg.MaxSessions: // reserved entries count
 		s.mu.Unlock()
 		writeError(w, http.StatusTooManyRequests, "", "session limit reached (%d)", s.cfg.MaxSessions)
 		return
 	}
 	s.sessions[spec.SessionID] = nil // reserved
-	s.pending++
 	s.mu.Unlock()
 
 	// The sandbox outlives this request: it ends with DELETE or Close,
@@ -99,7 +98,6 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request) {
 	sb, err := s.cfg.Port.Launch(s.stop, spec, backend)
 
 	s.mu.Lock()
-	s.pending--
 	if err != nil || s.closed || r.Context().Err() != nil {
 		delete(s.sessions, spec.SessionID)
 		s.mu.Unlock()
@@ -259,11 +257,11 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 	s.wg.Add(1)
 	defer s.wg.Done()
 
-	// The command lives as long as the client listens and the server runs.
+	// The command lives as long as the client listens. On shutdown,
+	// Close destroys the sandbox, which ends the command and its stream
+	// with a killed event the client still receives.
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	stopAfter := context.AfterFunc(s.stop, cancel)
-	defer stopAfter()
 
 	events, err := ss.sb.Exec(ctx, preq)
 	if err != nil {

@@ -68,7 +68,6 @@ type Server struct {
 	mu        sync.Mutex
 	sessions  map[string]*session  // guarded by mu
 	terminals map[string]*terminal // guarded by mu
-	pending   int                  // launches in progress, guarded by mu
 	execs     chan struct{}        // semaphore of MaxExecs
 	closed    bool                 // guarded by mu
 	wg        sync.WaitGroup       // execs and terminals in flight
