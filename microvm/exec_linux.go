@@ -32,7 +32,9 @@ type ExecRequest struct {
 	// means an empty input.
 	Stdin io.Reader
 	// Stdout and Stderr receive the output; nil discards it. With TTY,
-	// everything arrives on Stdout. Writes come from one goroutine each.
+	// everything arrives on Stdout. All writes come from one goroutine,
+	// in the order the guest sent them; a slow writer slows the guest's
+	// output (flow control), it loses nothing.
 	Stdout, Stderr io.Writer
 	// TTY, when not nil, runs the process on a new PTY of that size, as
 	// a session leader with it as the controlling terminal.

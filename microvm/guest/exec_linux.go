@@ -60,7 +60,6 @@ func (a *agent) exec(st *yamux.Stream) {
 		stdin    io.WriteCloser
 		outs     []*os.File // read ends we copy to the host
 		childEnd []*os.File // closed in the agent once the child has them
-		ptmx     *os.File
 	)
 	attr := &os.ProcAttr{Dir: dir, Env: env}
 	if req.TTY != nil {
@@ -88,7 +87,6 @@ func (a *agent) exec(st *yamux.Stream) {
 		defer outR.Close()
 		defer errR.Close()
 	}
-	_ = ptmx
 	pid, status, err := a.procs.start(path, req.Argv, attr)
 	for _, f := range childEnd {
 		f.Close()
