@@ -80,13 +80,22 @@ var (
 // package and finds it cached, and later calls return at once. It needs no root when cacheDir is writable. Cancelling ctx
 // stops the download.
 //
-// With SRT_MICROVM_KERNEL set to a vmlinux with the drivers built in,
-// Prepare uses that file and downloads nothing.
+// Which kernel: SRT_MICROVM_KERNEL naming a vmlinux with the drivers
+// built in; else the mini kernel kernel/build-mini.sh left in
+// cacheDir/mini-current; else (or with SRT_MICROVM_KERNEL=debian)
+// Debian's stock kernel.
 func Prepare(ctx context.Context, cacheDir string) (*Assets, error) {
 	if cacheDir == "" {
 		cacheDir = DefaultCacheDir()
 	}
-	if k := os.Getenv("SRT_MICROVM_KERNEL"); k != "" {
+	switch k := os.Getenv("SRT_MICROVM_KERNEL"); k {
+	case "debian":
+	case "":
+		// The mini kernel, when kernel/build-mini.sh has built one.
+		if k, err := filepath.EvalSymlinks(filepath.Join(cacheDir, "mini-current", "vmlinux")); err == nil && checkVmlinux(k) == nil {
+			return &Assets{Kernel: k, KernelRelease: "mini", CacheDir: cacheDir}, nil
+		}
+	default:
 		if err := checkVmlinux(k); err != nil {
 			return nil, fmt.Errorf("SRT_MICROVM_KERNEL: %w", err)
 		}
