@@ -127,7 +127,8 @@ func BenchmarkWarmCapacity(b *testing.B) {
 	}
 }
 
-// BenchmarkIdleRSS is the RSS of one idle VM's QEMU after boot.
+// BenchmarkIdleRSS is the RSS of one idle VM's QEMU after boot, and
+// the CPU it burns idle (TCG emulates the guest's timer ticks).
 func BenchmarkIdleRSS(b *testing.B) {
 	requireQEMU(b)
 	for b.Loop() {
@@ -139,12 +140,17 @@ func BenchmarkIdleRSS(b *testing.B) {
 			b.Fatal(err)
 		}
 		time.Sleep(2 * time.Second)
+		pids := qemuProcesses(base)
 		var rss float64
-		for _, p := range qemuProcesses(base) {
+		for _, p := range pids {
 			rss += rssMiB(p)
 		}
+		cpu0, t0 := cpuTicks(pids), time.Now()
+		time.Sleep(3 * time.Second)
+		cpuPct := float64(cpuTicks(pids)-cpu0) / 100 / time.Since(t0).Seconds() * 100
 		vm.Close()
 		b.ReportMetric(rss, "rss-MiB")
+		b.ReportMetric(cpuPct, "idle-cpu-%")
 	}
 }
 
