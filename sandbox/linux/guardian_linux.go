@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -193,13 +194,16 @@ func lockName(dir, path string) string {
 }
 
 // acquire takes a shared lock on path's lock file and, when create is set,
-// creates the placeholder if nothing is there. The lock is taken
-// exclusively while the path is checked and created, then downgraded; as a
-// downgrade is not atomic in flock(2), the lock file and the placeholder are
-// checked again afterwards, and the whole step retried if another guardian
-// removed them in between. With create unset (adopt), an existing
-// placeholder of another sandbox is shared; a path with no lock file is not
-// a placeholder and is left alone.
+// creates the placeholder if nothing is there. Every sandbox that uses the
+// placeholder holds the lock shared, so sandboxes in one directory run
+// side by side; only cleanup takes it exclusively, so it cannot remove a
+// placeholder that any sandbox still uses. After locking, the lock file is
+// checked to be still linked (a cleanup may have removed it between our
+// open and our lock) and the step retried if not. Two sandboxes creating at
+// once are settled by O_EXCL: one creates and writes the marker, the other
+// shares. With create unset (adopt), an existing placeholder of another
+// sandbox is shared; a path with no lock file is not a placeholder and is
+// left alone.
 func (g *guardianState) acquire(path string, dir, create bool) (bool, error) {
 	lock := lockName(g.locks, path)
 	for _, h := range g.held {
@@ -219,7 +223,7 @@ func (g *guardianState) acquire(path string, dir, create bool) (bool, error) {
 		if err != nil {
 			return false, fmt.Errorf("placeholder lock %s: %w", lock, err)
 		}
-		if err := unix.Flock(fd, unix.LOCK_EX); err != nil {
+		if err := unix.Flock(fd, unix.LOCK_SH); err != nil {
 			unix.Close(fd)
 			return false, fmt.Errorf("placeholder lock: %w", err)
 		}
@@ -231,21 +235,12 @@ func (g *guardianState) acquire(path string, dir, create bool) (bool, error) {
 		if create {
 			created, err = createPlaceholder(path, dir)
 			if err != nil {
-				unix.Unlink(lock)
 				unix.Close(fd)
 				return false, err
 			}
 			if created {
 				writeMarker(fd, path)
 			}
-		}
-		if err := unix.Flock(fd, unix.LOCK_SH); err != nil {
-			unix.Close(fd)
-			return false, fmt.Errorf("placeholder lock: %w", err)
-		}
-		if !sameFile(fd, lock) || create && !exists(path) {
-			unix.Close(fd)
-			continue
 		}
 		g.held = append(g.held, held{path: path, lock: lock, fd: fd})
 		return created, nil
@@ -336,11 +331,13 @@ func (g *guardianState) waitDead() {
 	}
 }
 
-// cleanup removes, newest first, each placeholder no other sandbox holds,
+// cleanup removes each placeholder no other sandbox holds,
 // provided it is still the empty file or directory that was created.
 func (g *guardianState) cleanup() {
-	for i := len(g.held) - 1; i >= 0; i-- {
-		h := g.held[i]
+	// Deepest first, so that a directory placeholder is empty by the time
+	// its turn comes.
+	slices.SortStableFunc(g.held, func(a, b held) int { return len(b.path) - len(a.path) })
+	for _, h := range g.held {
 		if unix.Flock(h.fd, unix.LOCK_EX|unix.LOCK_NB) != nil {
 			unix.Close(h.fd)
 			continue

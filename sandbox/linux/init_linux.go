@@ -37,6 +37,9 @@ type initSpec struct {
 	// srt can tell bubblewrap's own set-up failures from the command's
 	// exit status.
 	StartedFD int `json:"startedFd"`
+	// LifelineFD is the read end of a pipe whose write end only srt holds:
+	// EOF means srt is gone, and PID 1 then ends the sandbox.
+	LifelineFD int `json:"lifelineFd"`
 	// ListenFD is a socket to srt over which PID 1 sends the proxy
 	// listeners it binds on the sandbox's loopback; -1 for none.
 	ListenFD  int          `json:"listenFd"`
@@ -75,6 +78,12 @@ func RunInit(args []string) {
 	if os.Getpid() != 1 || len(args) != 1 {
 		fail(exitSetup, "%s is internal to srt", InitArg)
 	}
+	// Catch the signals srt relays before anything else: the Go runtime
+	// would otherwise exit on a SIGTERM that arrives during set-up. They
+	// are delivered to the command once it runs.
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT,
+		unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH, unix.SIGCONT, unix.SIGALRM)
 	specFD, err := strconv.Atoi(args[0])
 	if err != nil {
 		fail(exitSetup, "init: bad spec descriptor %q", args[0])
@@ -92,6 +101,21 @@ func RunInit(args []string) {
 	if spec.StartedFD > 2 {
 		unix.Write(spec.StartedFD, []byte{1})
 		unix.Close(spec.StartedFD)
+	}
+	if spec.LifelineFD > 2 {
+		unix.CloseOnExec(spec.LifelineFD)
+		go func(fd int) {
+			var b [1]byte
+			for {
+				if _, err := unix.Read(fd, b[:]); err != unix.EINTR {
+					break
+				}
+			}
+			// srt is gone: end everything in the PID namespace, then
+			// ourselves, which ends the namespace.
+			unix.Kill(-1, unix.SIGKILL)
+			os.Exit(exitSignalShift + int(unix.SIGKILL))
+		}(spec.LifelineFD)
 	}
 	for _, fd := range spec.CloseFDs {
 		unix.Close(fd)
@@ -129,10 +153,6 @@ func RunInit(args []string) {
 		}
 		fail(code, "%s: %v", spec.Argv[0], errors.Unwrap(err))
 	}
-
-	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT,
-		unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH, unix.SIGCONT, unix.SIGALRM)
 
 	files := make([]uintptr, 3)
 	for i := range files {

@@ -88,14 +88,20 @@ type Process struct {
 	net      *network
 	notify   *notifier // nil without Config.OnSandboxViolation
 	started  *os.File  // read end of PID 1's "running" pipe
-	initPID  chan int
-	pid1     int
-	agent    *os.File // our end of PID 1's exec channel (Config.Agent)
-	mu       sync.Mutex
-	log      *slog.Logger
-	waitOnce sync.Once
-	code     int
-	err      error
+	lifeline *os.File  // write end of PID 1's lifeline; closed only by srt's exit
+	// ready is closed once PID 1 has said it runs (startedOK) or bubblewrap
+	// ended without it: only then can PID 1 take signals, since a PID
+	// namespace's init ignores those it has no handler for yet.
+	ready     chan struct{}
+	startedOK bool
+	initPID   chan int
+	pid1      int
+	agent     *os.File // our end of PID 1's exec channel (Config.Agent)
+	mu        sync.Mutex
+	log       *slog.Logger
+	waitOnce  sync.Once
+	code      int
+	err       error
 }
 
 // Start runs cfg.Argv in a new sandbox and returns once bubblewrap has
@@ -115,7 +121,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	}
 	plan := PlanMounts(cfg.Policy)
 
-	p := &Process{log: lg, initPID: make(chan int, 1)}
+	p := &Process{log: lg, initPID: make(chan int, 1), ready: make(chan struct{})}
 	ok := false
 	defer func() {
 		if !ok {
@@ -187,6 +193,15 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	}
 	p.started = startedR
 	startedFD := addFD(startedW)
+	// The lifeline: PID 1 holds the read end, only srt the write end. When
+	// srt dies, however it dies, PID 1 reads EOF and ends the sandbox — even
+	// if bubblewrap was killed before it could set its child's PDEATHSIG.
+	lifeR, lifeW, err := os.Pipe()
+	if err != nil {
+		return nil, setupErr("pipe: %w", err)
+	}
+	p.lifeline = lifeW
+	lifelineFD := addFD(lifeR)
 	infoR, infoW, err := os.Pipe()
 	if err != nil {
 		return nil, setupErr("pipe: %w", err)
@@ -195,7 +210,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 
 	spec := initSpec{
 		Argv: cfg.Argv, KeepFDs: cfg.KeepFDs, CloseFDs: []int{exeFD}, StartedFD: startedFD, Ctty: -1,
-		ListenFD: -1,
+		ListenFD: -1, LifelineFD: lifelineFD,
 		Seccomp: seccomp.Options{
 			AllowUnixSockets:          cfg.Policy.Settings.Network.AllowAllUnixSockets,
 			AllowNestedUserNamespaces: cfg.Policy.Settings.AllowNestedUserNamespaces,
@@ -278,6 +293,13 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	}
 	closeAfterStart = nil
 	go readInfo(infoR, p.initPID)
+	go func() {
+		var b [1]byte
+		n, _ := p.started.Read(b[:])
+		p.started.Close()
+		p.startedOK = n == 1
+		close(p.ready)
+	}()
 	p.net.serve()
 	if p.notify != nil {
 		p.notify.serve()
@@ -345,16 +367,17 @@ func (p *Process) Signal(sig os.Signal) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.pid1 == 0 {
-		select {
-		case pid, ok := <-p.initPID:
-			if ok {
-				p.pid1 = pid
-			}
-		default:
+		// During start-up, wait until PID 1 runs and catches signals
+		// rather than fail: a signal sent to srt early must still reach
+		// the command, and killing bubblewrap instead could orphan its
+		// child before it has tied itself to bubblewrap with PDEATHSIG.
+		<-p.ready
+		if pid, ok := <-p.initPID; ok && p.startedOK {
+			p.pid1 = pid
 		}
 	}
 	if p.pid1 == 0 {
-		return errors.New("sandbox not running yet")
+		return errors.New("the sandbox did not start")
 	}
 	return unix.Kill(p.pid1, sig.(syscall.Signal))
 }
@@ -373,9 +396,7 @@ func (p *Process) Wait() (int, error) {
 		if p.notify != nil {
 			p.notify.close() // every process is gone: report what is left
 		}
-		var b [1]byte
-		n, _ := p.started.Read(b[:])
-		p.started.Close()
+		<-p.ready
 		var ee *exec.ExitError
 		switch {
 		case err == nil:
@@ -389,7 +410,7 @@ func (p *Process) Wait() (int, error) {
 		default:
 			p.err = setupErr("waiting for bubblewrap: %w", err)
 		}
-		if p.err == nil && n == 0 {
+		if p.err == nil && !p.startedOK {
 			p.err = setupErr("bubblewrap could not set up the sandbox (exit status %d); see its message above", p.code)
 		}
 		if p.guardian != nil {
@@ -448,22 +469,26 @@ func bwrapArgs(p *policy.Policy, plan Plan, tmpdir, dir string, infoFD int) []st
 	return a
 }
 
-// adoptCandidates are protected paths that exist as empty files or
-// directories inside a write root: possibly another sandbox's placeholder,
-// which this sandbox must hold too so that it is not removed under it.
+// adoptCandidates are the paths the plan mounts that exist as empty files
+// or directories: possibly another sandbox's placeholder (a protected name,
+// or a directory such as .git made to hold one), which this sandbox must
+// hold too so that it is not removed under it. The guardian adopts only
+// those with a placeholder lock file.
 func adoptCandidates(p *policy.Policy, plan Plan) []string {
 	var out []string
+	seen := map[string]bool{}
 	for _, op := range plan.Ops {
-		// Src is the host path (Dst differs in a View that maps a bind).
-		if op.Kind != OpROBind || op.Src == "/dev/null" || !strings.HasPrefix(op.Rule, "mandatory") && !strings.HasPrefix(op.Rule, "filesystem.denyWrite") {
+		src := op.Src
+		if (op.Kind != OpROBind && op.Kind != OpBind) || src == "" || src == "/dev/null" || seen[src] {
 			continue
 		}
-		fi, err := os.Lstat(op.Src)
+		seen[src] = true
+		fi, err := os.Lstat(src)
 		if err != nil {
 			continue
 		}
-		if fi.Mode().IsRegular() && fi.Size() == 0 || fi.IsDir() && isEmptyDir(op.Src) {
-			out = append(out, op.Src)
+		if fi.Mode().IsRegular() && fi.Size() == 0 || fi.IsDir() && isEmptyDir(src) {
+			out = append(out, src)
 		}
 	}
 	_ = p
