@@ -138,6 +138,8 @@ func TestEgressOnlyThroughProxy(t *testing.T) {
 	}{
 		{"allowed-through-proxy", []string{"srt-guest", "fetch", url}, 0, "host-service-ok"},
 		{"denied-through-proxy", []string{"srt-guest", "fetch", "http://example.com/"}, 1, "403"},
+		{"allowed-through-socks5", []string{"srt-guest", "fetch-socks", url}, 0, "host-service-ok"},
+		{"denied-through-socks5", []string{"srt-guest", "fetch-socks", "http://example.com/"}, 1, ""},
 		{"direct-to-host-service", []string{"srt-guest", "dial", fmt.Sprintf("127.0.0.1:%d", port)}, 1, ""},
 		{"direct-to-slirp-gateway", []string{"srt-guest", "dial", "10.0.2.2:80"}, 1, ""},
 		{"direct-to-public-ip", []string{"srt-guest", "dial", "1.1.1.1:443"}, 1, ""},
@@ -157,8 +159,8 @@ func TestEgressOnlyThroughProxy(t *testing.T) {
 			vio = append(vio, ev.Violation.Target)
 		}
 	}
-	if len(vio) != 1 || vio[0] != "example.com:80" {
-		t.Errorf("violation events %q, want [example.com:80]", vio)
+	if len(vio) != 2 || vio[0] != "example.com:80" || vio[1] != "example.com:80" {
+		t.Errorf("violation events %q, want example.com:80 from each proxy", vio)
 	}
 }
 

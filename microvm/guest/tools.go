@@ -15,6 +15,7 @@ import (
 //
 //	fetch URL        GET URL through $HTTP_PROXY (even loopback URLs); prints the status line
 //	                 and the body; exit 0 on a 2xx answer, 1 otherwise.
+//	fetch-socks URL  the same through the SOCKS5 relay ($FTP_PROXY).
 //	dial HOST:PORT   a direct TCP connection (no proxy), 2 s timeout;
 //	                 exit 0 if it connects, 1 otherwise.
 func Tool(args []string) (status int, ok bool) {
@@ -22,12 +23,23 @@ func Tool(args []string) (status int, ok bool) {
 		return 0, false
 	}
 	switch args[0] {
-	case "fetch":
+	case "fetch", "fetch-socks":
 		// $HTTP_PROXY always, even for loopback addresses, which
 		// ProxyFromEnvironment never proxies: the tests reach a host
 		// service on 127.0.0.1 through the host's proxy.
 		tr := &http.Transport{}
-		if p := os.Getenv("HTTP_PROXY"); p != "" {
+		p := os.Getenv("HTTP_PROXY")
+		if args[0] == "fetch-socks" {
+			// FTP_PROXY is the SOCKS5 relay (proxy.Env); Go's transport
+			// speaks SOCKS5 and sends the host name, not an address.
+			u, err := url.Parse(os.Getenv("FTP_PROXY"))
+			if err != nil || u.Host == "" {
+				fmt.Fprintln(os.Stderr, "fetch-socks: no FTP_PROXY")
+				return 1, true
+			}
+			p = "socks5://" + u.Host
+		}
+		if p != "" {
 			u, err := url.Parse(p)
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "fetch: HTTP_PROXY:", err)
