@@ -17,7 +17,7 @@ command -v qemu-system-x86_64 >/dev/null || { echo "install qemu-system-x86" >&2
 RUNS=${RUNS:-10}
 export SRT_MICROVM_BENCH_MAX=${MAX:-16}
 echo "host: $(nproc) CPUs, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "kernel: ${SRT_MICROVM_KERNEL:-Debian linux-image-amd64 (microvm.Prepare)}"
+echo "kernel: $(go run ./microvm/internal/prepare)"
 go test ./microvm -run '^TestProbe$' -count 1 -v 2>&1 | sed -n 's/.*{Available:\(.*\)}/accel: available=\1/p'
 go test ./microvm -run '^$' -bench 'LaunchToReady|ExecRoundTrip|IdleRSS' -benchtime "${RUNS}x" -count 1 | grep -E '^Benchmark'
 go test ./microvm -run '^$' -bench 'WarmCapacity' -benchtime 1x -count 1 -timeout 30m | grep -E '^Benchmark|did not boot'

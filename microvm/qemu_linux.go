@@ -171,7 +171,15 @@ func confine(bwrap string, v *VM, run string, argv []string) []string {
 	b := []string{bwrap, "--die-with-parent", "--new-session", "--unshare-all",
 		"--unshare-user", "--uid", strconv.Itoa(os.Geteuid()), "--gid", strconv.Itoa(os.Getegid()),
 		"--cap-drop", "ALL", "--clearenv", "--setenv", "PATH", "/usr/bin:/bin",
-		"--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"}
+		"--ro-bind", "/usr", "/usr", "--dev", "/dev", "--tmpfs", "/tmp",
+		// QEMU's 9p server needs /proc/self/fd. The kernel's global knobs
+		// are read-only, as in the native backend: QEMU keeps uid 0 when
+		// started by root, and sysctls such as kernel.core_pattern or
+		// /proc/sysrq-trigger check the uid, not a capability.
+		"--proc", "/proc",
+		"--ro-bind-try", "/proc/sys", "/proc/sys",
+		"--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger",
+		"--ro-bind-try", "/proc/fs", "/proc/fs"}
 	for _, l := range []string{"/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"} {
 		if t, err := os.Readlink(l); err == nil {
 			b = append(b, "--symlink", t, l)

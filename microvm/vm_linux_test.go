@@ -18,6 +18,7 @@ import (
 
 	"github.com/srt-go/srt/microvm"
 	"github.com/srt-go/srt/netrule"
+	"golang.org/x/sys/unix"
 )
 
 func TestPTYSession(t *testing.T) {
@@ -287,9 +288,20 @@ func TestCloseLeavesNothing(t *testing.T) {
 	if ents, _ := os.ReadDir(base); len(ents) != 0 {
 		t.Errorf("run directory left while running: %v", ents)
 	}
-	// Defence in depth: QEMU holds no capability and runs under its
-	// seccomp filter (-sandbox on).
+	// Defence in depth: QEMU holds no capability, runs under its seccomp
+	// filter (-sandbox on), and cannot write the kernel's global knobs
+	// even though it may keep uid 0.
 	for _, p := range qemuPids {
+		for _, f := range []string{"sys/kernel/core_pattern", "sysrq-trigger"} {
+			if _, err := os.Stat("/proc/" + f); err != nil {
+				continue // not in this host's kernel
+			}
+			path := fmt.Sprintf("/proc/%d/root/proc/%s", p, f)
+			var st syscall.Statfs_t
+			if err := syscall.Statfs(path, &st); err != nil || st.Flags&unix.ST_RDONLY == 0 {
+				t.Errorf("%s is not read-only in QEMU's view (%v)", path, err)
+			}
+		}
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", p))
 		st := string(b)
 		if !strings.Contains(st, "CapEff:\t0000000000000000") || !strings.Contains(st, "Seccomp:\t2") {
