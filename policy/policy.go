@@ -167,6 +167,9 @@ func Compile(s *settings.Settings, env Env) (*Policy, error) {
 	p.AllowWrite = r.entries("filesystem.allowWrite", fs.AllowWrite, false)
 	p.AllowWrite = append(p.AllowWrite, r.defaultWritePaths()...)
 	p.DenyWrite = r.entries("filesystem.denyWrite", fs.DenyWrite, true)
+	if r.err != nil {
+		return nil, r.err
+	}
 	p.DenyReadGlobs = r.globs("filesystem.denyRead", fs.DenyRead)
 	p.AllowReadGlobs = r.globs("filesystem.allowRead", fs.AllowRead)
 	p.AllowWriteGlobs = r.globs("filesystem.allowWrite", fs.AllowWrite)

@@ -15,6 +15,8 @@ import (
 type resolver struct {
 	cwd, home string
 	p         *Policy
+	// err is the first rule that cannot be enforced (an invalid glob).
+	err error
 }
 
 // abs expands "~", "~/x" and relative paths (against the working
@@ -49,6 +51,12 @@ func (r *resolver) entries(key string, list []settings.PathEntry, deny bool) []P
 		// "dir/**" means the directory itself.
 		if base, ok := strings.CutSuffix(path, "/**"); ok && !isGlob(base) {
 			out = append(out, makePath(base, rule))
+			continue
+		}
+		if !doublestar.ValidatePattern(path) {
+			if r.err == nil {
+				r.err = fmt.Errorf("%s: %q is not a valid glob, so it would protect nothing: %w", rule, e.Path, ErrUnenforceable)
+			}
 			continue
 		}
 		matches := expandGlob(path)

@@ -3,7 +3,9 @@ package settings
 import (
 	"net/netip"
 	"strings"
+	"unicode"
 
+	"github.com/bmatcuk/doublestar/v4"
 	"github.com/srt-go/srt/netrule"
 )
 
@@ -377,8 +379,14 @@ func (c *checker) pathEntry(n *node, path string, deny bool) (PathEntry, error) 
 		return pe, c.errorAt(val.off, valPath, nil, "path cannot be empty")
 	case strings.IndexByte(pe.Path, 0) >= 0:
 		return pe, c.errorAt(val.off, valPath, nil, "path contains a NUL byte")
+	case strings.ContainsFunc(pe.Path, unicode.IsControl):
+		return pe, c.errorAt(val.off, valPath, nil, "path contains a control character (a newline?); a rule on a name that does not exist would protect nothing")
+	case strings.HasPrefix(pe.Path, "~") && pe.Path != "~" && !strings.HasPrefix(pe.Path, "~/"):
+		return pe, c.errorAt(val.off, valPath, nil, "%q: only \"~\" and \"~/...\" are expanded (not ~user); write the absolute path", pe.Path)
 	case deny && !pe.Literal && strings.ContainsAny(pe.Path, "*?[{") && strings.HasSuffix(pe.Path, "/"):
 		return pe, c.errorAt(val.off, valPath, nil, "a deny glob ending in \"/\" can never match; remove the trailing \"/\"")
+	case !pe.Literal && strings.ContainsAny(pe.Path, "*?[{") && !doublestar.ValidatePattern(pe.Path):
+		return pe, c.errorAt(val.off, valPath, nil, "%q is not a valid glob (an unclosed [ or {?); use {\"path\": ..., \"literal\": true} for a name with these characters", pe.Path)
 	}
 	return pe, nil
 }

@@ -417,3 +417,25 @@ func TestSuggest(t *testing.T) {
 		}
 	}
 }
+
+// TestPathEntryRefusals: path entries that would silently protect nothing
+// are errors (found by an adversarial review: a malformed glob in denyRead
+// used to drop the entry).
+func TestPathEntryRefusals(t *testing.T) {
+	for _, c := range []struct{ name, json, want string }{
+		{"unclosed-brace", `{"filesystem":{"denyRead":["~/.ssh/{id_rsa,id_ed25519"]}}`, "not a valid glob"},
+		{"unclosed-bracket", `{"filesystem":{"denyRead":["~/.ssh/id_rsa["]}}`, "not a valid glob"},
+		{"trailing-newline", `{"filesystem":{"denyRead":["~/.ssh\n"]}}`, "control character"},
+		{"tilde-user", `{"filesystem":{"denyRead":["~root/.ssh"]}}`, "not ~user"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse([]byte(c.json), "s.json")
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "filesystem.denyRead[0]") {
+				t.Fatalf("Parse: %v; want an error at filesystem.denyRead[0] containing %q", err, c.want)
+			}
+		})
+	}
+	if _, err := Parse([]byte(`{"filesystem":{"denyRead":[{"path":"~/a[b","literal":true}]}}`), "s.json"); err != nil {
+		t.Fatalf("a literal entry with glob characters must be accepted: %v", err)
+	}
+}

@@ -1,8 +1,8 @@
 package main
 
 import (
+	"fmt"
 	"os"
-	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -10,24 +10,15 @@ import (
 // forwardedSignals are relayed to the command through the sandbox's PID 1.
 var forwardedSignals = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2}
 
-// inheritedFDs lists the descriptors above 2 that srt's caller passed
-// (open and not close-on-exec), so the command gets them too.
-func inheritedFDs() []int {
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		return nil
-	}
-	var out []int
-	for _, e := range ents {
-		fd, err := strconv.Atoi(e.Name())
-		if err != nil || fd <= 2 {
-			continue
+// checkPassFDs checks that every --pass-fd descriptor is open. Only these
+// reach the command: descriptors srt's caller left open by accident (an
+// IDE's directory handle, say) would let the command read and write
+// through them past every mount, so they are not passed by default.
+func checkPassFDs(fds []int) ([]int, error) {
+	for _, fd := range fds {
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil {
+			return nil, fmt.Errorf("--pass-fd %d is not usable: %w", fd, err)
 		}
-		flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
-		if err != nil || flags&unix.FD_CLOEXEC != 0 {
-			continue
-		}
-		out = append(out, fd)
 	}
-	return out
+	return fds, nil
 }

@@ -2,8 +2,16 @@
 
 package main
 
-import "os"
+import (
+	"errors"
+	"os"
+)
 
 var forwardedSignals = []os.Signal{os.Interrupt}
 
-func inheritedFDs() []int { return nil }
+func checkPassFDs(fds []int) ([]int, error) {
+	if len(fds) > 0 {
+		return nil, errors.New("--pass-fd is not supported on this platform")
+	}
+	return nil, nil
+}

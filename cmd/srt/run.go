@@ -37,6 +37,10 @@ Options (read only before COMMAND):
                         read everywhere, write nowhere, no network)
   -c STRING             run STRING with your shell
   -d, --debug           debug lines on stderr (also SRT_DEBUG=1)
+  --pass-fd N           pass descriptor N (>= 3) to the command; without it
+                        the command gets none but 0, 1 and 2, whatever srt's
+                        caller left open (a leaked directory descriptor would
+                        bypass every mount)
   --control-fd N        read settings as JSON lines from descriptor N (>= 3);
                         each line replaces the network lists of the running
                         command; a bad line is reported and ignored
@@ -64,6 +68,7 @@ type options struct {
 	commandSet   bool
 	debug        bool
 	controlArg   string // --control-fd, checked by controlChannel
+	passFDs      []int  // --pass-fd
 	controlSet   bool
 	version      bool
 	help         bool
@@ -87,6 +92,14 @@ func parseArgs(args []string) (*options, error) {
 	fl.BoolVar(&o.debug, "d", false, "")
 	fl.BoolVar(&o.debug, "debug", false, "")
 	fl.Func("control-fd", "", func(s string) error { o.controlArg, o.controlSet = s, true; return nil })
+	fl.Func("pass-fd", "", func(s string) error {
+		fd, err := strconv.Atoi(s)
+		if err != nil || fd < 3 {
+			return fmt.Errorf("--pass-fd %q is invalid: it must be an integer file descriptor >= 3", s)
+		}
+		o.passFDs = append(o.passFDs, fd)
+		return nil
+	})
 	fl.BoolVar(&o.version, "V", false, "")
 	fl.BoolVar(&o.version, "version", false, "")
 	fl.BoolVar(&o.help, "h", false, "")
@@ -179,7 +192,9 @@ func run(args []string, stdin *os.File, stdout, stderr *os.File) int {
 	defer cancel()
 	cmd := m.Command(ctx, argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
-	cmd.KeepFDs = inheritedFDs()
+	if cmd.KeepFDs, err = checkPassFDs(o.passFDs); err != nil {
+		return fail("%v", err)
+	}
 	cmd.CommandID = o.commandID
 
 	sigs := make(chan os.Signal, 8)
