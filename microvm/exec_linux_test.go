@@ -3,7 +3,10 @@ package microvm_test
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +16,15 @@ import (
 // run runs argv in vm and returns its status, stdout and stderr.
 func run(t *testing.T, vm *microvm.VM, argv []string, stdin string) (int, string, string) {
 	t.Helper()
+	code, out, errs, err := runE(vm, argv, stdin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return code, out, errs
+}
+
+// runE is run for goroutines other than the test's.
+func runE(vm *microvm.VM, argv []string, stdin string) (int, string, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var out, errb bytes.Buffer
@@ -22,13 +34,13 @@ func run(t *testing.T, vm *microvm.VM, argv []string, stdin string) (int, string
 	}
 	p, err := vm.Exec(ctx, req)
 	if err != nil {
-		t.Fatalf("Exec %q: %v", argv, err)
+		return 0, "", "", fmt.Errorf("Exec %q: %w", argv, err)
 	}
 	code, err := p.Wait()
 	if err != nil {
-		t.Fatalf("Wait %q: %v", argv, err)
+		return 0, "", "", fmt.Errorf("Wait %q: %w", argv, err)
 	}
-	return code, out.String(), errb.String()
+	return code, out.String(), errb.String(), nil
 }
 
 func TestExecRoundTrip(t *testing.T) {
@@ -58,7 +70,38 @@ func TestExecRoundTrip(t *testing.T) {
 			}
 		})
 	}
+	t.Run("concurrent-on-one-channel", func(t *testing.T) {
+		var wg sync.WaitGroup
+		for i := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				in := strings.Repeat(fmt.Sprintf("proc%d\n", i), 1000)
+				code, out, _, err := runE(vm, []string{"sh", "-c", "cat; exit " + strconv.Itoa(i)}, in)
+				if err != nil || code != i || out != in {
+					t.Errorf("process %d: exit %d, %d bytes of output, %v", i, code, len(out), err)
+				}
+			}()
+		}
+		wg.Wait()
+	})
+	t.Run("8MiB-of-output", func(t *testing.T) {
+		var n countWriter
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		p, err := vm.Exec(ctx, microvm.ExecRequest{Argv: []string{"head", "-c", "8388608", "/dev/zero"}, Stdout: &n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code, err := p.Wait(); code != 0 || err != nil || n != 8<<20 {
+			t.Errorf("exit %d, %v, %d bytes", code, err, n)
+		}
+	})
 	if _, err := vm.Exec(context.Background(), microvm.ExecRequest{Argv: []string{"no-such-program"}}); err == nil {
 		t.Error("Exec of a missing program succeeded")
 	}
 }
+
+type countWriter int
+
+func (c *countWriter) Write(p []byte) (int, error) { *c += countWriter(len(p)); return len(p), nil }
