@@ -16,9 +16,16 @@ var (
 	mandatoryFiles = []string{
 		".bashrc", ".bash_profile", ".zshrc", ".zprofile", ".profile",
 		".gitconfig", ".gitmodules", ".ripgreprc", ".mcp.json",
+		// Beyond the reference's list: start-up and logout files that
+		// shells run too (zsh reads .zshenv for every shell, scripts
+		// included).
+		".zshenv", ".zlogin", ".zlogout", ".bash_login", ".bash_logout",
 	}
 	// mandatoryDirs are protected, with everything in them.
-	mandatoryDirs = []string{".vscode", ".idea", ".claude/commands", ".claude/agents"}
+	mandatoryDirs = []string{".vscode", ".idea", ".claude/commands", ".claude/agents",
+		// Beyond the reference's list: ssh's config (ProxyCommand,
+		// LocalCommand) and authorized_keys.
+		".ssh"}
 )
 
 // MandatoryNames returns the mandatory write-deny names, files first, then
@@ -47,6 +54,9 @@ func MandatoryGlobs(allowGitConfig bool) []string {
 	out = append(out, "**/.git/hooks/**")
 	if !allowGitConfig {
 		out = append(out, "**/.git/config")
+	}
+	for _, r := range gitRedirects {
+		out = append(out, "**/.git/"+r, "**/.git/"+r+"/**")
 	}
 	return out
 }
@@ -170,8 +180,23 @@ func (w *walker) gitDir(dir string, g os.DirEntry) {
 		if !w.allowGitConfig {
 			w.add(filepath.Join(gd, "config"), ".git/config")
 		}
+		// Files and directories that move where git reads its config and
+		// hooks from (found by an adversarial review: a written commondir
+		// pointing at a crafted directory made host git run the command's
+		// core.fsmonitor). A missing commondir gets a placeholder holding
+		// "." (git reads it as "this directory"; an empty one breaks git);
+		// modules/ and worktrees/ hold whole git directories of their own,
+		// so they are read-only entirely: adding a submodule or a worktree
+		// inside the sandbox fails.
+		for _, name := range gitRedirects {
+			w.add(filepath.Join(gd, name), ".git/"+name)
+		}
 	}
 }
+
+// gitRedirects are the entries of a git directory that redirect where git
+// reads configuration and hooks from (gitrepository-layout(5)).
+var gitRedirects = []string{"commondir", "config.worktree", "modules", "worktrees"}
 
 // readGitFile returns the directory named by a "gitdir: PATH" file, or "".
 func readGitFile(path string) string {

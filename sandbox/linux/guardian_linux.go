@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -38,10 +39,12 @@ import (
 const GuardianArg = "--srt-guardian"
 
 type guardianRequest struct {
-	Op   string `json:"op"` // "create", "adopt" or "watch"
+	Op   string `json:"op"` // "create", "adopt", "watch" or "done"
 	Path string `json:"path,omitempty"`
 	Dir  bool   `json:"dir,omitempty"`
-	PIDs []int  `json:"pids,omitempty"`
+	// Content is what a new file placeholder holds.
+	Content string `json:"content,omitempty"`
+	PIDs    []int  `json:"pids,omitempty"`
 }
 
 type guardianReply struct {
@@ -96,6 +99,9 @@ func (g *guardian) call(req guardianRequest) (guardianReply, error) {
 // callAll sends every request before reading the replies, so a batch costs
 // one round trip. The first failure is returned, naming its path.
 func (g *guardian) callAll(reqs []guardianRequest) error {
+	// A guardian that does not answer must not hang srt's start-up.
+	g.conn.SetDeadline(time.Now().Add(15 * time.Second))
+	defer g.conn.SetDeadline(time.Time{})
 	var buf []byte
 	for _, r := range reqs {
 		b, _ := json.Marshal(r)
@@ -123,6 +129,10 @@ func (g *guardian) callAll(reqs []guardianRequest) error {
 
 // finish tells the guardian the sandbox is over and waits for its cleanup.
 func (g *guardian) finish() error {
+	// "done" says srt saw bubblewrap end; without it the guardian knows srt
+	// died and ends bubblewrap's process group itself.
+	g.conn.SetDeadline(time.Now().Add(5 * time.Second))
+	g.call(guardianRequest{Op: "done"})
 	g.conn.Close()
 	return g.cmd.Wait()
 }
@@ -157,6 +167,14 @@ func RunGuardian(args []string) {
 		conn.Write(append(b, '\n'))
 	}
 	conn.Close()
+	if !g.done && g.pgid > 0 {
+		// srt died. bubblewrap and its child may still be setting up,
+		// before the child has tied itself to its parent (PDEATHSIG) or
+		// before srt's PID 1 holds its lifeline: end the whole process
+		// group, which bubblewrap's child stays in until it calls
+		// setsid().
+		unix.Kill(-g.pgid, unix.SIGKILL)
+	}
 	g.waitDead()
 	g.cleanup()
 	os.Exit(0)
@@ -171,18 +189,27 @@ type guardianState struct {
 	locks string
 	held  []held
 	pids  []int
+	// pgid is bubblewrap's process group; done says srt finished normally.
+	pgid int
+	done bool
 }
 
 func (g *guardianState) handle(req guardianRequest) (guardianReply, error) {
 	switch req.Op {
 	case "create":
-		created, err := g.acquire(req.Path, req.Dir, true)
+		created, err := g.acquire(req.Path, req.Dir, true, req.Content)
 		return guardianReply{Created: created}, err
 	case "adopt":
-		_, err := g.acquire(req.Path, req.Dir, false)
+		_, err := g.acquire(req.Path, req.Dir, false, "")
 		return guardianReply{}, err
+	case "done":
+		g.done = true
+		return guardianReply{}, nil
 	case "watch":
 		g.pids = append(g.pids, req.PIDs...)
+		if len(req.PIDs) > 0 {
+			g.pgid = req.PIDs[0] // bubblewrap leads its own process group
+		}
 		return guardianReply{}, nil
 	}
 	return guardianReply{}, fmt.Errorf("unknown guardian op %q", req.Op)
@@ -204,7 +231,7 @@ func lockName(dir, path string) string {
 // shares. With create unset (adopt), an existing placeholder of another
 // sandbox is shared; a path with no lock file is not a placeholder and is
 // left alone.
-func (g *guardianState) acquire(path string, dir, create bool) (bool, error) {
+func (g *guardianState) acquire(path string, dir, create bool, content string) (bool, error) {
 	lock := lockName(g.locks, path)
 	for _, h := range g.held {
 		if h.path == path {
@@ -233,7 +260,7 @@ func (g *guardianState) acquire(path string, dir, create bool) (bool, error) {
 		}
 		created := false
 		if create {
-			created, err = createPlaceholder(path, dir)
+			created, err = createPlaceholder(path, dir, content)
 			if err != nil {
 				unix.Close(fd)
 				return false, err
@@ -251,7 +278,7 @@ func (g *guardianState) acquire(path string, dir, create bool) (bool, error) {
 // createPlaceholder creates an empty file or directory at path, refusing to
 // follow any symbolic link on the way (openat2 RESOLVE_NO_SYMLINKS). It
 // reports false when something already exists there.
-func createPlaceholder(path string, dir bool) (bool, error) {
+func createPlaceholder(path string, dir bool, content string) (bool, error) {
 	parent, name := filepath.Split(path)
 	pfd, err := unix.Openat2(unix.AT_FDCWD, parent, &unix.OpenHow{
 		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
@@ -267,6 +294,9 @@ func createPlaceholder(path string, dir bool) (bool, error) {
 		var fd int
 		fd, err = unix.Openat(pfd, name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
 		if err == nil {
+			if content != "" {
+				unix.Write(fd, []byte(content))
+			}
 			unix.Close(fd)
 		}
 	}
@@ -288,19 +318,21 @@ func writeMarker(fd int, path string) {
 		return
 	}
 	unix.Ftruncate(fd, 0)
-	unix.Pwrite(fd, []byte(fmt.Sprintf("%d %d\n", st.Dev, st.Ino)), 0)
+	unix.Pwrite(fd, []byte(fmt.Sprintf("%d %d %d\n", st.Dev, st.Ino, st.Size)), 0)
 }
 
-func readMarker(fd int) (dev, ino uint64, ok bool) {
-	buf := make([]byte, 64)
+// readMarker returns the placeholder's device, inode and size as created.
+func readMarker(fd int) (dev, ino uint64, size int64, ok bool) {
+	buf := make([]byte, 96)
 	n, _ := unix.Pread(fd, buf, 0)
 	f := strings.Fields(string(buf[:max(n, 0)]))
-	if len(f) != 2 {
-		return 0, 0, false
+	if len(f) != 3 {
+		return 0, 0, 0, false
 	}
 	d, err1 := strconv.ParseUint(f[0], 10, 64)
 	i, err2 := strconv.ParseUint(f[1], 10, 64)
-	return d, i, err1 == nil && err2 == nil
+	sz, err3 := strconv.ParseInt(f[2], 10, 64)
+	return d, i, sz, err1 == nil && err2 == nil && err3 == nil
 }
 
 func sameFile(fd int, path string) bool {
@@ -343,13 +375,13 @@ func (g *guardianState) cleanup() {
 			continue
 		}
 		var st unix.Stat_t
-		dev, ino, ok := readMarker(h.fd)
+		dev, ino, size, ok := readMarker(h.fd)
 		if ok && unix.Lstat(h.path, &st) == nil && uint64(st.Dev) == dev && st.Ino == ino {
 			switch st.Mode & unix.S_IFMT {
 			case unix.S_IFDIR:
-				unix.Rmdir(h.path)
+				unix.Rmdir(h.path) // fails, and keeps it, if someone filled it
 			case unix.S_IFREG:
-				if st.Size == 0 {
+				if st.Size == size {
 					unix.Unlink(h.path)
 				}
 			}

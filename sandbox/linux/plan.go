@@ -62,6 +62,8 @@ type Placeholder struct {
 	Path string
 	// Dir says to create a directory rather than an empty file.
 	Dir bool
+	// Content is what a file placeholder holds; usually nothing.
+	Content string
 	// Rule is the rule that protects it.
 	Rule string
 }
@@ -75,7 +77,12 @@ type Plan struct {
 
 // mandatoryDirNames are the protected names that are directories, so that a
 // missing one gets a directory placeholder.
-var mandatoryDirNames = []string{".vscode", ".idea", ".claude", "commands", "agents", "hooks", ".git"}
+var mandatoryDirNames = []string{".vscode", ".idea", ".claude", "commands", "agents", "hooks", ".git", "modules", "worktrees", ".ssh"}
+
+// placeholderContent is what a file placeholder must hold for programs to
+// keep working: git fails on an empty commondir but reads "." as "this
+// directory".
+var placeholderContent = map[string]string{"commondir": ".\n"}
 
 // node is one path the plan must decide a mount for.
 type node struct {
@@ -272,7 +279,11 @@ func placeholderFor(d policy.Path, root string) Placeholder {
 	}
 	dir := first != d.Resolved || slices.Contains(mandatoryDirNames, filepath.Base(first)) ||
 		strings.HasSuffix(d.Literal, "/")
-	return Placeholder{Path: first, Dir: dir, Rule: d.Rule}
+	ph := Placeholder{Path: first, Dir: dir, Rule: d.Rule}
+	if !dir {
+		ph.Content = placeholderContent[filepath.Base(first)]
+	}
+	return ph
 }
 
 func depth(path string) int {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -265,12 +266,18 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	if p.guardian != nil {
 		var reqs []guardianRequest
 		for _, ph := range plan.Placeholders {
-			reqs = append(reqs, guardianRequest{Op: "create", Path: ph.Path, Dir: ph.Dir})
+			reqs = append(reqs, guardianRequest{Op: "create", Path: ph.Path, Dir: ph.Dir, Content: ph.Content})
 			lg.Debug("placeholder", "path", ph.Path, "rule", ph.Rule)
 		}
+		// An empty file or directory the plan mounts may be another
+		// sandbox's placeholder: share it, and should that sandbox remove
+		// it in the meantime, make it again, so the mount plan still holds.
 		for _, a := range adopt {
-			reqs = append(reqs, guardianRequest{Op: "adopt", Path: a})
+			reqs = append(reqs, guardianRequest{Op: "create", Path: a.Path, Dir: a.Dir, Content: a.Content})
 		}
+		// Parents before children: a directory another sandbox made (and
+		// may just have removed) must be there before a placeholder in it.
+		slices.SortStableFunc(reqs, func(a, b guardianRequest) int { return len(a.Path) - len(b.Path) })
 		if err := p.guardian.callAll(reqs); err != nil {
 			return nil, setupErr("cannot protect a missing path: %w", err)
 		}
@@ -282,7 +289,9 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 	cmd.ExtraFiles = extra
 	// bwrap --die-with-parent ties it to us, and its PID 1 to it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: unix.SIGKILL}
+	// In a process group of its own, so that the guardian can end it,
+	// child included, should srt die while bubblewrap sets up.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: unix.SIGKILL, Setpgid: true}
 	p.cmd = cmd
 	if err := cmd.Start(); err != nil {
 		infoR.Close()
@@ -469,13 +478,14 @@ func bwrapArgs(p *policy.Policy, plan Plan, tmpdir, dir string, infoFD int) []st
 	return a
 }
 
-// adoptCandidates are the paths the plan mounts that exist as empty files
-// or directories: possibly another sandbox's placeholder (a protected name,
-// or a directory such as .git made to hold one), which this sandbox must
-// hold too so that it is not removed under it. The guardian adopts only
-// those with a placeholder lock file.
-func adoptCandidates(p *policy.Policy, plan Plan) []string {
-	var out []string
+// adoptCandidates are the paths the plan mounts that look like
+// placeholders (empty files or directories, or files holding exactly a
+// placeholder's content): possibly another sandbox's, which this sandbox
+// must hold too so that it is not removed under it. They are returned as
+// placeholders of the kind found, to be made again should they vanish
+// before bubblewrap mounts them.
+func adoptCandidates(p *policy.Policy, plan Plan) []Placeholder {
+	var out []Placeholder
 	seen := map[string]bool{}
 	for _, op := range plan.Ops {
 		src := op.Src
@@ -487,8 +497,20 @@ func adoptCandidates(p *policy.Policy, plan Plan) []string {
 		if err != nil {
 			continue
 		}
-		if fi.Mode().IsRegular() && fi.Size() == 0 || fi.IsDir() && isEmptyDir(src) {
-			out = append(out, src)
+		content := placeholderContent[filepath.Base(src)]
+		switch {
+		case fi.IsDir() && isEmptyDir(src):
+			out = append(out, Placeholder{Path: src, Dir: true, Rule: op.Rule})
+		case fi.IsDir():
+			// Not empty, perhaps only because another sandbox's
+			// placeholder is in it: share it too, or its owner would leave
+			// it behind when it cannot remove it (and make it again should
+			// it vanish, since a placeholder of ours may go in it).
+			out = append(out, Placeholder{Path: src, Dir: true, Rule: op.Rule})
+		case fi.Mode().IsRegular() && fi.Size() == int64(len(content)):
+			if b, err := os.ReadFile(src); err == nil && string(b) == content {
+				out = append(out, Placeholder{Path: src, Content: content, Rule: op.Rule})
+			}
 		}
 	}
 	_ = p
