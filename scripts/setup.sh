@@ -4,7 +4,8 @@
 set -euo pipefail
 
 pkgs=(bubblewrap git curl ca-certificates python3 procps bsdutils tmux jq hyperfine time
-      openssh-client openssh-server passwd util-linux nodejs npm)
+      openssh-client openssh-server passwd util-linux nodejs npm
+      qemu-system-x86 busybox-static xz-utils)
 
 missing=()
 for p in "${pkgs[@]}"; do
@@ -26,3 +27,11 @@ if ((${#missing[@]})); then
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 command -v go >/dev/null || { echo "setup: Go is not installed (https://go.dev/dl/)" >&2; exit 1; }
+
+# The microvm backend's guest kernel: Debian's linux-image-amd64, fetched
+# with apt-get download and cached in /var/cache/srt-microvm (about 70 MB,
+# once). It needs the package lists.
+if [[ $(id -u) -eq 0 ]]; then
+	[[ -n $(find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' -print -quit 2>/dev/null) ]] || apt-get update -qq
+	(cd "$(dirname "$0")/.." && go run ./microvm/internal/prepare)
+fi

@@ -13,8 +13,15 @@ package main
 
 import (
 	"os"
+
+	"github.com/srt-go/srt/microvm/guest"
 )
 
 func main() {
+	// Built static (CGO_ENABLED=0), the same binary is the microvm
+	// backend's guest /init: no second program to build or install.
+	if guest.IsInit() {
+		guest.Main()
+	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

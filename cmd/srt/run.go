@@ -37,6 +37,9 @@ Options (read only before COMMAND):
                         read everywhere, write nowhere, no network)
   -c STRING             run STRING with your shell
   -d, --debug           debug lines on stderr (also SRT_DEBUG=1)
+  --backend microvm     run the command in a virtual machine (QEMU) with
+                        the working directory shared and the settings'
+                        network policy: a kernel boundary (default: native)
   --pass-fd N           pass descriptor N (>= 3) to the command; without it
                         the command gets none but 0, 1 and 2, whatever srt's
                         caller left open (a leaked directory descriptor would
@@ -69,6 +72,7 @@ type options struct {
 	debug        bool
 	controlArg   string // --control-fd, checked by controlChannel
 	passFDs      []int  // --pass-fd
+	backend      string // --backend: "native" (default) or "microvm"
 	controlSet   bool
 	version      bool
 	help         bool
@@ -92,6 +96,7 @@ func parseArgs(args []string) (*options, error) {
 	fl.BoolVar(&o.debug, "d", false, "")
 	fl.BoolVar(&o.debug, "debug", false, "")
 	fl.Func("control-fd", "", func(s string) error { o.controlArg, o.controlSet = s, true; return nil })
+	fl.StringVar(&o.backend, "backend", "native", "")
 	fl.Func("pass-fd", "", func(s string) error {
 		fd, err := strconv.Atoi(s)
 		if err != nil || fd < 3 {
@@ -167,6 +172,13 @@ func run(args []string, stdin *os.File, stdout, stderr *os.File) int {
 	}
 	for _, k := range s.Ignored {
 		lg.Debug("settings key has no effect in srt-go", "key", k)
+	}
+	switch o.backend {
+	case "native":
+	case "microvm":
+		return runMicroVM(s, argv, lg, stdin, stdout, stderr)
+	default:
+		return fail("--backend %q is not a backend; use native or microvm", o.backend)
 	}
 	var vfile *os.File
 	if o.violations != "" {
