@@ -732,7 +732,7 @@ func userHTTPProxy(t *testing.T) int {
 		r.RequestURI = ""
 		resp, err := http.DefaultTransport.RoundTrip(r)
 		if err != nil {
-			http.Error(w, err.Error(), 502)
+			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
 		}
 		defer resp.Body.Close()

@@ -324,8 +324,6 @@ func TestSrtdEgress(t *testing.T) {
 	}
 }
 
-var promptRE = regexp.MustCompile(`[#$] $`)
-
 // TestSrtdTerminal types into a terminal through the real binary: host
 // shell (badge none) and native (badge native), echo and resize.
 func TestSrtdTerminal(t *testing.T) {

@@ -90,29 +90,29 @@ type Config struct {
 func (c *Config) validate() error {
 	for i, s := range c.Shares {
 		if !filepath.IsAbs(s.HostPath) || !filepath.IsAbs(s.GuestPath) {
-			return fmt.Errorf("Shares[%d]: HostPath and GuestPath must be absolute", i)
+			return fmt.Errorf("config: Shares[%d]: HostPath and GuestPath must be absolute", i)
 		}
 		if filepath.Clean(s.GuestPath) == "/" {
-			return fmt.Errorf("Shares[%d]: cannot share onto the guest's /", i)
+			return fmt.Errorf("config: Shares[%d]: cannot share onto the guest's /", i)
 		}
 	}
 	for i, p := range c.ProtectedPaths {
 		if !filepath.IsAbs(p) {
-			return fmt.Errorf("ProtectedPaths[%d]: %q is not absolute", i, p)
+			return fmt.Errorf("config: ProtectedPaths[%d]: %q is not absolute", i, p)
 		}
 	}
 	if len(c.Shares) > 16 {
-		return errors.New("Shares: at most 16")
+		return errors.New("config: Shares: at most 16")
 	}
 	switch c.Accel {
 	case "", "auto", "kvm", "tcg":
 	default:
-		return fmt.Errorf("Accel: %q is not auto, kvm or tcg", c.Accel)
+		return fmt.Errorf("config: Accel: %q is not auto, kvm or tcg", c.Accel)
 	}
 	switch c.Confine {
 	case "", "auto", "bwrap", "none":
 	default:
-		return fmt.Errorf("Confine: %q is not auto, bwrap or none", c.Confine)
+		return fmt.Errorf("config: Confine: %q is not auto, bwrap or none", c.Confine)
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package port
 
 import (
 	"context"
-	"fmt"
 )
 
 // MicroVMLauncher is the microVM backend's hook (seed 000, "VM cloisonnée"):
@@ -52,8 +51,4 @@ func probeHost(ctx context.Context, bwrapPath string, vm MicroVMLauncher) Probe 
 		p.MicroVMAvailable, p.MicroVMNote = vm.Probe(ctx)
 	}
 	return p
-}
-
-func notOffered(goos string) Probe {
-	return Probe{Platform: goos, Note: fmt.Sprintf("the native sandbox is not offered on this platform (%s)", goos)}
 }

@@ -213,7 +213,7 @@ func TestGoSOCKS5Client(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := &http.Client{Transport: &http.Transport{Dial: d.Dial}, Timeout: 10 * time.Second}
+	client := &http.Client{Transport: &http.Transport{DialContext: d.(xproxy.ContextDialer).DialContext}, Timeout: 10 * time.Second}
 	defer client.CloseIdleConnections()
 	resp, err := client.Get("http://allowed.test:" + portOf(t, srv.URL) + "/socks")
 	if err != nil {

@@ -46,9 +46,8 @@ var droppedCaps = []uintptr{
 // the reason on the console (the host keeps its tail as the boot error)
 // and powers the VM off.
 func Main() {
-	if err := run(); err != nil {
-		fmt.Fprintf(os.Stderr, "srt-guest: %v\n", err)
-	}
+	// run returns only on a fatal error.
+	fmt.Fprintf(os.Stderr, "srt-guest: %v\n", run())
 	poweroff()
 }
 

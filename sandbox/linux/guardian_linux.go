@@ -340,11 +340,6 @@ func sameFile(fd int, path string) bool {
 	return unix.Fstat(fd, &a) == nil && unix.Stat(path, &b) == nil && a.Dev == b.Dev && a.Ino == b.Ino
 }
 
-func exists(path string) bool {
-	var st unix.Stat_t
-	return unix.Lstat(path, &st) == nil
-}
-
 // waitDead waits until every watched process has exited, so that no
 // placeholder is removed while a sandbox that relies on it still runs.
 func (g *guardianState) waitDead() {
