@@ -35,29 +35,9 @@ const StartTimeout = 30 * time.Second
 // session's own proxy pair is its only egress.
 func launchNative(ctx context.Context, rt *Runtime, s *session) (runner, error) {
 	spec := s.spec
-	ro := ReadOnlyMode(spec.Mode)
-	var writable []string
-	binds := make([]policy.ViewBind, len(spec.BindMounts))
-	for i, b := range spec.BindMounts {
-		w := !ro && !b.ReadOnly
-		binds[i] = policy.ViewBind{Host: b.HostPath, Guest: b.GuestPath, Writable: w}
-		if w {
-			writable = append(writable, fmt.Sprintf("bindMounts[%d] %s", i, b.HostPath))
-		}
-	}
-	for i, d := range spec.RunnerStateDirs {
-		writable = append(writable, fmt.Sprintf("runnerStateDirs[%d] %s", i, d))
-	}
-	if len(rt.nameGlobs) > 0 && !nativeEnforcesNameGlobs && len(writable) > 0 {
-		return nil, fmt.Errorf("%w: the launch policy denies creating files named %s inside writable binds, and bubblewrap cannot refuse a new file by its name; writable here: %s (mode %s). Not launching with a weaker policy: use a read-only mode or readOnly binds",
-			ErrUnenforceable, strings.Join(rt.nameGlobs, ", "), strings.Join(writable, "; "), spec.Mode)
-	}
-	if err := checkGuests(spec, ro); err != nil {
-		return nil, err
-	}
-	p, err := policy.CompileView(policy.ViewRules{Binds: binds, Protected: spec.ProtectedPaths, Writable: spec.RunnerStateDirs})
+	p, err := sessionView(rt, spec, nativeEnforcesNameGlobs, "bubblewrap cannot refuse a new file by its name")
 	if err != nil {
-		return nil, fmt.Errorf("launch policy: %w", err)
+		return nil, err
 	}
 	rules := EgressRules(rt.baseline, spec.NetworkEnabled, spec.EgressAllowlist)
 	p.Settings.Network.AllowedDomains = rules.Allowed
@@ -101,6 +81,43 @@ func launchNative(ctx context.Context, rt *Runtime, s *session) (runner, error) 
 		}
 	}()
 	return r, nil
+}
+
+// sessionView is the launch policy of a session on either Linux backend
+// (native and microvm enforce the same one): the binds at their guest
+// paths, writable in chat mode unless readOnly, read-only in the other
+// modes; runnerStateDirs writable in every mode; protectedPaths and the
+// mandatory write-denies never writable. enforcesNameGlobs says whether
+// the backend can refuse a file-name glob write-deny (.env, *.key, *.pem)
+// when the file is created; when it cannot (why says so), a launch with
+// any writable path fails closed while the launch policy holds such
+// denies (Options.NameGlobWriteDenies): never a silently weaker policy.
+func sessionView(rt *Runtime, spec Spec, enforcesNameGlobs bool, why string) (*policy.Policy, error) {
+	ro := ReadOnlyMode(spec.Mode)
+	var writable []string
+	binds := make([]policy.ViewBind, len(spec.BindMounts))
+	for i, b := range spec.BindMounts {
+		w := !ro && !b.ReadOnly
+		binds[i] = policy.ViewBind{Host: b.HostPath, Guest: b.GuestPath, Writable: w}
+		if w {
+			writable = append(writable, fmt.Sprintf("bindMounts[%d] %s", i, b.HostPath))
+		}
+	}
+	for i, d := range spec.RunnerStateDirs {
+		writable = append(writable, fmt.Sprintf("runnerStateDirs[%d] %s", i, d))
+	}
+	if len(rt.nameGlobs) > 0 && !enforcesNameGlobs && len(writable) > 0 {
+		return nil, fmt.Errorf("%w: the launch policy denies creating files named %s inside writable binds, and %s; writable here: %s (mode %s). Not launching with a weaker policy: use a read-only mode or readOnly binds",
+			ErrUnenforceable, strings.Join(rt.nameGlobs, ", "), why, strings.Join(writable, "; "), spec.Mode)
+	}
+	if err := checkGuests(spec, ro); err != nil {
+		return nil, err
+	}
+	p, err := policy.CompileView(policy.ViewRules{Binds: binds, Protected: spec.ProtectedPaths, Writable: spec.RunnerStateDirs})
+	if err != nil {
+		return nil, fmt.Errorf("launch policy: %w", err)
+	}
+	return p, nil
 }
 
 // checkGuests refuses what would make bubblewrap change the host or fail

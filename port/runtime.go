@@ -41,7 +41,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Baseline overrides the egress baseline. Nil means DefaultBaseline().
 	Baseline *Baseline
-	// MicroVM is the microVM backend's hook. Nil means no VM can start.
+	// MicroVM is the microVM backend's hook. Nil means, for New, the
+	// microvm package's launcher where the platform has one (Linux), and
+	// no VM otherwise; MicroVMDisabled(note) turns it off.
 	MicroVM MicroVMLauncher
 	// DefaultBackend is what Launch uses when the caller names none. ""
 	// means native (none when the host has no native sandbox). microvm
@@ -97,8 +99,14 @@ type ViolationReporter interface {
 }
 
 // New probes the host once and returns the port. ctx bounds the probe
-// only (it runs bubblewrap once, at most 10 s).
+// only (it runs bubblewrap once, at most 10 s, and, for the microvm
+// backend, boots one test VM). A nil Options.MicroVM means the microvm
+// package's launcher (NewMicroVMLauncher with the zero Config) where the
+// platform has one; MicroVMDisabled opts out.
 func New(ctx context.Context, opts Options) (Port, error) {
+	if opts.MicroVM == nil {
+		opts.MicroVM = defaultMicroVM()
+	}
 	rt, err := newRuntime(ctx, opts, nil)
 	if err != nil {
 		return nil, err
@@ -281,13 +289,19 @@ func (rt *Runtime) Launch(ctx context.Context, spec Spec, backend Backend) (Sand
 	case BackendNative:
 		s.r, err = launchNative(ctx, rt, s)
 	case BackendMicroVM:
-		sb, err = rt.opts.MicroVM.Launch(ctx, spec, rt.egressLists(spec))
+		if ml, ok := rt.opts.MicroVM.(microVMRunner); ok {
+			// The port's own microvm backend: the session is this port's,
+			// like native's.
+			s.r, err = ml.launchRunner(ctx, rt, s, rt.egressLists(spec))
+		} else {
+			sb, err = rt.opts.MicroVM.Launch(ctx, spec, rt.egressLists(spec))
+		}
 	}
 	if err != nil {
 		rt.forget(s)
 		return nil, err
 	}
-	if b == BackendMicroVM {
+	if b == BackendMicroVM && s.r == nil {
 		rt.forget(s) // the microVM backend keeps its own sessions
 		return sb, nil
 	}
@@ -296,6 +310,14 @@ func (rt *Runtime) Launch(ctx context.Context, spec Spec, backend Backend) (Sand
 	s.mu.Unlock()
 	rt.log.Debug("sandbox launched", "session", spec.SessionID, "backend", string(b))
 	return s, nil
+}
+
+// microVMRunner is implemented by the port's own MicroVMLauncher
+// (NewMicroVMLauncher): it runs a session of this Runtime, so that the
+// session's states, exec events, Kill, Signal and Lookup are the same
+// code as native's.
+type microVMRunner interface {
+	launchRunner(ctx context.Context, rt *Runtime, s *session, egress EgressLists) (runner, error)
 }
 
 func (rt *Runtime) egressLists(spec Spec) EgressLists {

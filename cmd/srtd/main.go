@@ -1,12 +1,19 @@
 // Command srtd serves the sandbox port (issue 6) over HTTP on loopback:
 //
-//	srtd [--addr 127.0.0.1:PORT] [--token-file PATH] [--sandbox on|off]
+//	srtd [--addr 127.0.0.1:PORT] [--token-file PATH] [--sandbox on|off] [--microvm auto|off]
 //
 // It probes the host once, prints exactly one start-up line (agent sandbox
 // ON …, no OS-native agent sandbox on this host …, or agent sandbox
 // DISABLED by --sandbox off), writes a new bearer token to the token file
 // (mode 0600) and serves the API of package server until SIGTERM or
 // SIGINT, which destroy every sandbox and terminal before it exits.
+//
+// The microvm backend (issue 7) is probed at start-up with a test boot
+// (about 2-3 s under TCG, well under a second with KVM) unless --microvm
+// off or SRTD_MICROVM=off. Its guest /init is srtd itself when built
+// static (CGO_ENABLED=0), else SRT_MICROVM_INIT (a static srt); QEMU is
+// qemu-system-x86_64 in PATH, else SRT_MICROVM_QEMU. The start-up line
+// carries the verdict (microvm=...), and so does GET /v1/probe.
 //
 // Exit status: 0 after a signal, 2 for a usage error, 1 otherwise.
 package main
@@ -29,11 +36,25 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/srt-go/srt/microvm/guest"
 	"github.com/srt-go/srt/port"
 	"github.com/srt-go/srt/server"
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
+func main() {
+	// Built static (CGO_ENABLED=0), srtd is the microvm guest's /init too.
+	if guest.IsInit() {
+		guest.Main()
+	}
+	// Inside the guest, /.srt/bin/srt-guest is this binary: the guest's
+	// diagnostic tools (fetch, dial).
+	if filepath.Base(os.Args[0]) == "srt-guest" {
+		if st, ok := guest.Tool(os.Args[1:]); ok {
+			os.Exit(st)
+		}
+	}
+	os.Exit(run(os.Args[1:], os.Stderr))
+}
 
 type usageError struct{ error }
 
@@ -68,6 +89,7 @@ func serve(args []string, stderr io.Writer) error {
 	defaultBackend := fs.String("default-backend", "", "backend of a launch that names none: native (default; none when the host has none) or microvm (falls back to native, with a log line, when no VM can start)")
 	nameGlobs := fs.String("name-glob-write-denies", "standard", "launch policy's file-name glob write-denies: standard (.env, *.key, *.pem; a native launch with a writable path then fails closed on Linux) or none")
 	bwrap := fs.String("bwrap", "", "bubblewrap's absolute path; default bwrap in PATH")
+	microvmFlag := fs.String("microvm", "", "auto (probe the microvm backend with a test boot at start-up) or off; default $SRTD_MICROVM, else auto")
 	debug := fs.Bool("debug", false, "debug log lines")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -95,6 +117,18 @@ func serve(args []string, stderr io.Writer) error {
 	default:
 		return usageError{fmt.Errorf("--default-backend %q: want native, microvm or none", *defaultBackend)}
 	}
+	vmMode := *microvmFlag
+	if vmMode == "" {
+		vmMode = os.Getenv("SRTD_MICROVM")
+	}
+	switch strings.ToLower(vmMode) {
+	case "", "auto":
+		vmMode = "auto"
+	case "off":
+		vmMode = "off"
+	default:
+		return usageError{fmt.Errorf("--microvm %q: want auto or off", vmMode)}
+	}
 	if *nameGlobs != "standard" && *nameGlobs != "none" {
 		return usageError{fmt.Errorf("--name-glob-write-denies %q: want standard or none", *nameGlobs)}
 	}
@@ -115,12 +149,17 @@ func serve(args []string, stderr io.Writer) error {
 	}
 	lg := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	pt, err := newPort(portOptions{sandboxOn: sandboxOn, defaultBackend: *defaultBackend, nameGlobs: *nameGlobs, bwrap: *bwrap}, lg)
+	pt, err := newPort(portOptions{sandboxOn: sandboxOn, defaultBackend: *defaultBackend, nameGlobs: *nameGlobs, bwrap: *bwrap, microvm: vmMode}, lg)
 	if err != nil {
 		return err
 	}
 	// The one start-up line.
-	lg.Info(port.StartupLine(pt.Probe(), sandboxOn))
+	pr := pt.Probe()
+	vmNote := "available: " + pr.MicroVMNote
+	if !pr.MicroVMAvailable {
+		vmNote = "unavailable: " + pr.MicroVMNote
+	}
+	lg.Info(port.StartupLine(pr, sandboxOn), "microvm", vmNote)
 
 	token, err := writeToken(*tokenFile)
 	if err != nil {

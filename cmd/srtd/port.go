@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/srt-go/srt/microvm"
 	"github.com/srt-go/srt/port"
 )
 
@@ -16,6 +17,9 @@ type portOptions struct {
 	// choice of a launch policy without them).
 	nameGlobs string
 	bwrap     string
+	// microvm is --microvm: "auto" (the microvm package's launcher,
+	// probed with a test boot) or "off".
+	microvm string
 }
 
 // newPort probes the host once and returns the port.
@@ -26,8 +30,14 @@ func newPort(o portOptions, lg *slog.Logger) (port.Port, error) {
 		DefaultBackend: port.Backend(o.defaultBackend),
 		BwrapPath:      o.bwrap,
 	}
-	if !o.sandboxOn {
+	switch {
+	case !o.sandboxOn:
 		opts.Sandbox = port.SandboxOff
+		opts.MicroVM = port.MicroVMDisabled("not probed: the sandbox is off (--sandbox off)")
+	case o.microvm == "off":
+		opts.MicroVM = port.MicroVMDisabled("disabled by --microvm off")
+	default:
+		opts.MicroVM = port.NewMicroVMLauncher(microvm.Config{})
 	}
 	if o.nameGlobs == "none" {
 		opts.NameGlobWriteDenies = []string{}

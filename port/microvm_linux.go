@@ -1,0 +1,436 @@
+//go:build linux
+
+package port
+
+import (
+	"context"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/srt-go/srt/microvm"
+	"github.com/srt-go/srt/netrule"
+	"github.com/srt-go/srt/policy"
+	"github.com/srt-go/srt/proxy"
+	"golang.org/x/sys/unix"
+)
+
+// microvmEnforcesNameGlobs says whether the microvm backend can refuse a
+// file-name glob write-deny (.env, *.key, *.pem) when the file is
+// created. It cannot: the guest sees writable shares over virtio-9p and
+// protects only paths that exist at launch. As for native
+// (nativeEnforcesNameGlobs), a launch with a writable path then fails
+// closed while the launch policy holds such denies.
+const microvmEnforcesNameGlobs = false
+
+// NewMicroVMLauncher returns the microvm backend's MicroVMLauncher (issue
+// 7): each session is one QEMU VM (package microvm) behind the same port
+// as native. base is the VM configuration every session starts from
+// (QEMUPath, InitPath, CacheDir, Accel, MemoryMiB, ...; the microvm
+// package's SRT_MICROVM_* variables fill in what it leaves empty); its
+// Shares, ProtectedPaths, Policy, OnViolation and Events are set per
+// session from the Spec. Probe boots one test VM the first time and
+// caches the verdict.
+func NewMicroVMLauncher(base microvm.Config) MicroVMLauncher {
+	base.Shares, base.ProtectedPaths, base.Policy, base.OnViolation = nil, nil, nil, nil
+	return &microVMLauncher{base: base}
+}
+
+// MicroVMDisabled returns a MicroVMLauncher that reports no VM can start,
+// with note as the reason (an operator's explicit opt-out).
+func MicroVMDisabled(note string) MicroVMLauncher { return disabledVM(note) }
+
+type disabledVM string
+
+func (d disabledVM) Probe(context.Context) (bool, string) { return false, string(d) }
+func (d disabledVM) Launch(context.Context, Spec, EgressLists) (Sandbox, error) {
+	return nil, fmt.Errorf("%w: microvm: %s", ErrBackendUnavailable, string(d))
+}
+
+// defaultMicroVM is New's MicroVMLauncher when Options.MicroVM is nil.
+func defaultMicroVM() MicroVMLauncher { return NewMicroVMLauncher(microvm.Config{}) }
+
+type microVMLauncher struct {
+	base microvm.Config
+
+	once sync.Once
+	ok   bool
+	note string
+}
+
+// Probe implements MicroVMLauncher: microvm.ProbeConfig (a test boot),
+// once.
+func (l *microVMLauncher) Probe(ctx context.Context) (bool, string) {
+	l.once.Do(func() {
+		if err := checkGuestInit(l.base.InitPath); err != nil {
+			l.note = "microvm unavailable: " + err.Error()
+			return
+		}
+		r := microvm.ProbeConfig(ctx, l.base)
+		if !r.Available {
+			l.note = r.Reason
+			if r.InstallHint != "" {
+				l.note += " (" + r.InstallHint + ")"
+			}
+			return
+		}
+		l.ok = true
+		l.note = fmt.Sprintf("QEMU microVM, %s, test boot %d ms", strings.ToUpper(r.Accel), r.BootMS)
+		if r.Reason != "" {
+			l.note += " (" + r.Reason + ")"
+		}
+	})
+	return l.ok, l.note
+}
+
+// checkGuestInit refuses, before any download or boot, a guest /init
+// that cannot be one: the microvm package would refuse it too, but only
+// after preparing the guest kernel.
+func checkGuestInit(p string) error {
+	if p == "" {
+		p = os.Getenv("SRT_MICROVM_INIT")
+	}
+	if p == "" {
+		var err error
+		if p, err = os.Executable(); err != nil {
+			return err
+		}
+	}
+	f, err := elf.Open(p)
+	if err != nil {
+		return fmt.Errorf("guest init %s: %w", p, err)
+	}
+	defer f.Close()
+	for _, ph := range f.Progs {
+		if ph.Type == elf.PT_INTERP {
+			return fmt.Errorf("guest init %s is not a static executable (build it with CGO_ENABLED=0, or set SRT_MICROVM_INIT to a static srt)", p)
+		}
+	}
+	return nil
+}
+
+// Launch implements MicroVMLauncher for a caller outside a Runtime: the
+// standard launch policy, no logger. Runtime.Launch uses launchRunner
+// instead, so that the session is its own.
+func (l *microVMLauncher) Launch(ctx context.Context, spec Spec, egress EgressLists) (Sandbox, error) {
+	rt, err := newRuntime(ctx, Options{MicroVM: l}, &Probe{MicroVMAvailable: true})
+	if err != nil {
+		return nil, err
+	}
+	s := newSession(rt, spec, BackendMicroVM)
+	if s.r, err = l.launchRunner(ctx, rt, s, egress); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.setLocked(StateWarm)
+	s.mu.Unlock()
+	return s, nil
+}
+
+// launchRunner boots s's VM (seed 000, "VM cloisonnée"): the binds are
+// shared at their guestPaths with the same rules as native (sessionView:
+// read-only modes, readOnly, runnerStateDirs writable, protectedPaths and
+// the mandatory denies never writable, the name-glob rule), and the
+// guest's only way out is its relay to this session's own proxies,
+// filtering with egress.
+func (l *microVMLauncher) launchRunner(ctx context.Context, rt *Runtime, s *session, egress EgressLists) (runner, error) {
+	spec := s.spec
+	p, err := sessionView(rt, spec, microvmEnforcesNameGlobs, "the microvm guest's virtio-9p shares cannot refuse a new file by its name")
+	if err != nil {
+		return nil, err
+	}
+	shares, protected, unprot, err := microvmShares(spec, p)
+	if err != nil {
+		return nil, err
+	}
+	if len(unprot) > 0 {
+		rt.log.Warn("microvm: mandatory write-denies that do not exist yet are not pinned in the guest", "session", spec.SessionID, "paths", unprot)
+	}
+	rules := EgressRules(Baseline{}, spec.NetworkEnabled, nil) // the deny reason
+	rules.Allowed = append([]string{}, egress.Allowed...)
+	rules.Denied = slices.Clone(egress.Denied)
+	pol, err := netrule.Compile(rules)
+	if err != nil {
+		return nil, fmt.Errorf("egress policy: %w", err)
+	}
+	cfg := l.base
+	cfg.Shares, cfg.ProtectedPaths, cfg.Policy, cfg.Events = shares, protected, pol, true
+	cfg.Hostname = "srt-" + spec.SessionID
+	if len(cfg.Hostname) > 63 {
+		cfg.Hostname = cfg.Hostname[:63]
+	}
+	cfg.Logger = rt.log.With("session", spec.SessionID)
+	cfg.OnViolation = func(v proxy.Violation) {
+		s.ReportViolation(Violation{Action: v.Action, Target: v.Target, Raw: fmt.Sprintf("%s %s refused: %s", v.Protocol, v.Target, v.Reason)})
+	}
+	start := time.Now()
+	vm, err := microvm.Launch(ctx, cfg)
+	if err != nil {
+		if vm != nil {
+			vm.Close()
+		}
+		var ue *microvm.UnavailableError
+		if errors.As(err, &ue) {
+			return nil, fmt.Errorf("%w: %v", ErrBackendUnavailable, err)
+		}
+		return nil, fmt.Errorf("microvm: %w", err)
+	}
+	r := &vmRunner{vm: vm, spec: spec, shares: shares, unpinned: unprot, launched: time.Since(start)}
+	// The event stream ends when the VM is torn down: by Destroy, or
+	// because QEMU died, which makes the session StateError.
+	go func() {
+		for range vm.Events() {
+		}
+		if !r.destroying.Load() {
+			err := vm.Err()
+			if err == nil {
+				err = errors.New("the VM ended unexpectedly")
+			}
+			s.fail(err)
+		}
+	}()
+	return r, nil
+}
+
+// microvmShares maps the session's view onto VM shares: each bind at its
+// guestPath (read-only unless writable in this mode), each
+// runnerStateDir writable wherever it appears (inside a read-only bind
+// too, as a writable share on top), and the policy's write-denies
+// (protectedPaths and the mandatory denies, literal and resolved
+// spellings) translated to guest paths through the shares. A deny that
+// does not exist inside a writable share cannot be protected in the
+// guest: the launch fails closed for a protectedPath; a mandatory deny
+// (.bashrc, .git/hooks, ...) that does not exist yet is returned in unprot
+// (native pins it with a placeholder; the guest cannot yet), logged and
+// shown in the handle's details.
+func microvmShares(spec Spec, p *policy.Policy) (shares []microvm.Share, protected, unprot []string, err error) {
+	ro := ReadOnlyMode(spec.Mode)
+	for i, b := range spec.BindMounts {
+		m := p.View.Mounts[i]
+		if fi, err := os.Stat(m.Host.Resolved); err != nil || !fi.IsDir() {
+			return nil, nil, nil, &SpecError{fmt.Sprintf("bindMounts[%d].hostPath", i), b.HostPath + " is not a directory; the microvm backend shares directories only"}
+		}
+		shares = append(shares, microvm.Share{HostPath: m.Host.Resolved, GuestPath: m.Guest, ReadOnly: ro || b.ReadOnly})
+	}
+	for _, d := range spec.RunnerStateDirs {
+		res := policy.Resolve(d)
+		guests := p.View.Guests(res)
+		if len(guests) == 0 {
+			guests = []string{filepath.Clean(d)}
+		}
+		for _, g := range guests {
+			if i := slices.IndexFunc(shares, func(s microvm.Share) bool { return s.GuestPath == g }); i >= 0 {
+				shares[i].ReadOnly = false
+				continue
+			}
+			shares = append(shares, microvm.Share{HostPath: res, GuestPath: g})
+		}
+	}
+	if len(shares) > 16 {
+		return nil, nil, nil, &SpecError{"bindMounts", fmt.Sprintf("%d shares (binds and runnerStateDirs); the microvm backend takes at most 16", len(shares))}
+	}
+	for _, d := range p.DenyWrite {
+		for _, h := range []string{d.Resolved, d.Literal} {
+			for _, g := range guestPaths(shares, h) {
+				if d.Kind == policy.Missing {
+					sh := deepestShare(shares, g)
+					if sh == nil || sh.ReadOnly {
+						continue
+					}
+					if strings.HasPrefix(d.Rule, "mandatory") {
+						// Native pins these with a placeholder file; the
+						// guest cannot yet. Reported, never silent.
+						if u := g + " (" + d.Rule + ")"; !slices.Contains(unprot, u) {
+							unprot = append(unprot, u)
+						}
+						continue
+					}
+					return nil, nil, nil, fmt.Errorf("%w: %s (%s) does not exist, and the microvm guest can protect only a path that exists at launch inside writable share %s; create it first, or use a read-only mode or readOnly binds",
+						ErrUnenforceable, d.Literal, d.Rule, sh.GuestPath)
+				}
+				if !slices.Contains(protected, g) {
+					protected = append(protected, g)
+				}
+			}
+		}
+	}
+	return shares, protected, unprot, nil
+}
+
+// guestPaths returns where host path h appears in the guest: once per
+// share whose host path holds it.
+func guestPaths(shares []microvm.Share, h string) []string {
+	var out []string
+	for _, s := range shares {
+		if within(h, s.HostPath) {
+			out = append(out, filepath.Join(s.GuestPath, strings.TrimPrefix(h, s.HostPath)))
+		}
+	}
+	return out
+}
+
+// deepestShare is the share the guest sees at guest path g (the deepest
+// mount wins).
+func deepestShare(shares []microvm.Share, g string) *microvm.Share {
+	var best *microvm.Share
+	for i := range shares {
+		if within(g, shares[i].GuestPath) && (best == nil || len(shares[i].GuestPath) > len(best.GuestPath)) {
+			best = &shares[i]
+		}
+	}
+	return best
+}
+
+// vmRunner runs a session's commands in its VM.
+type vmRunner struct {
+	vm         *microvm.VM
+	spec       Spec
+	shares     []microvm.Share
+	unpinned   []string
+	launched   time.Duration
+	destroying atomicBool
+	toDisk     atomicBool // the last suspend saved the VM to disk
+}
+
+// dupFile duplicates f: the session closes its ends once start returns,
+// and the VM's exec goroutines use theirs until the process ends.
+func dupFile(f *os.File) (*os.File, error) {
+	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), f.Name()), nil
+}
+
+func (r *vmRunner) start(c command) (proc, error) {
+	var files []*os.File
+	for _, f := range []*os.File{c.stdin, c.stdout, c.stderr} {
+		d, err := dupFile(f)
+		if err != nil {
+			for _, o := range files {
+				o.Close()
+			}
+			return nil, err
+		}
+		files = append(files, d)
+	}
+	closeAll := func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	dir := c.dir
+	if dir == "" {
+		dir = r.spec.GuestWorkdir
+	}
+	var env []string
+	for k, v := range c.env {
+		env = append(env, k+"="+v)
+	}
+	slices.Sort(env)
+	p, err := r.vm.Exec(context.Background(), microvm.ExecRequest{Argv: c.argv, Env: env, Dir: dir,
+		Stdin: files[0], Stdout: files[1], Stderr: files[2]})
+	if err != nil {
+		closeAll()
+		var ee *microvm.ExecError
+		if errors.As(err, &ee) {
+			code := 127
+			if strings.Contains(strings.ToLower(ee.Msg), "permission denied") {
+				code = 126
+			}
+			return nil, &startError{code, err.Error()}
+		}
+		return nil, err
+	}
+	vp := &vmProc{r: r, p: p}
+	go func() {
+		<-p.Done()
+		// Every write to stdout and stderr has happened: the session's
+		// readers now see the end of the output. stdin may still be
+		// read by the VM's copier; closing unblocks it.
+		closeAll()
+	}()
+	return vp, nil
+}
+
+// freeze suspends the VM: to disk (QEMU stops, its RAM is freed) when no
+// exec runs and the shares are idle, else by stopping the vCPUs.
+func (r *vmRunner) freeze(ctx context.Context, procs []proc) error {
+	if len(procs) == 0 {
+		err := r.vm.Suspend(ctx, microvm.SuspendOptions{ToDisk: true})
+		if err == nil {
+			r.toDisk.Store(true)
+			return nil
+		}
+		if !errors.Is(err, microvm.ErrBusy) {
+			return err
+		}
+	}
+	r.toDisk.Store(false)
+	return r.vm.Suspend(ctx, microvm.SuspendOptions{})
+}
+
+func (r *vmRunner) thaw(ctx context.Context, _ []proc) error { return r.vm.Resume(ctx) }
+
+func (r *vmRunner) destroy(ctx context.Context) error {
+	r.destroying.Store(true)
+	return r.vm.Close()
+}
+
+func (r *vmRunner) details() map[string]any {
+	d := r.vm.Details()
+	d["workdir"] = r.spec.GuestWorkdir
+	d["launchMillis"] = r.launched.Milliseconds()
+	d["httpProxy"] = fmt.Sprintf("127.0.0.1:%d (inside the VM)", microvm.HTTPProxyPort)
+	d["socksProxy"] = fmt.Sprintf("127.0.0.1:%d (inside the VM)", microvm.SOCKSProxyPort)
+	d["vmState"] = string(r.vm.State())
+	d["suspendedToDisk"] = r.toDisk.Load() && r.vm.State() == microvm.StateSuspended
+	var sh []string
+	for _, s := range r.shares {
+		m := "rw"
+		if s.ReadOnly {
+			m = "ro"
+		}
+		sh = append(sh, s.HostPath+" -> "+s.GuestPath+" ("+m+")")
+	}
+	d["shares"] = sh
+	if len(r.unpinned) > 0 {
+		d["unpinnedMandatoryDenies"] = r.unpinned
+	}
+	d["execGrantRoots"] = "ignored on Linux"
+	return d
+}
+
+// vmProc is one exec in the VM.
+type vmProc struct {
+	r *vmRunner
+	p *microvm.Process
+}
+
+func (p *vmProc) pid() int { return p.p.PID }
+
+func (p *vmProc) signal(sig syscall.Signal) error { return p.p.Signal(sig) }
+
+// wait returns the guest's exit status; 128+N is signal N. When the VM
+// went away (destroyed, or QEMU died) the status is unknown: a destroy
+// reports SIGKILL, anything else 255.
+func (p *vmProc) wait() (int, int) {
+	code, err := p.p.Wait()
+	if err != nil {
+		if p.r.destroying.Load() {
+			return 128 + int(syscall.SIGKILL), int(syscall.SIGKILL)
+		}
+		return 255, 0
+	}
+	if code > 128 && code <= 128+64 {
+		return code, code - 128
+	}
+	return code, 0
+}
