@@ -241,7 +241,7 @@ func runBase() string {
 	if d := os.Getenv("SRT_MICROVM_RUNDIR"); d != "" {
 		return d
 	}
-	return filepath.Join(os.TempDir(), "srt-microvm")
+	return filepath.Join(os.TempDir(), "srt-microvm-"+strconv.Itoa(os.Getuid()))
 }
 
 // newRunDir makes a 0700 run directory named after this process, so that
@@ -249,9 +249,18 @@ func runBase() string {
 // the second between creating one and removing it (the directory is
 // removed as soon as QEMU has connected its sockets).
 func newRunDir() (string, error) {
+	// One base per user, 0700 and owned by the caller: a base another user
+	// made first (in /tmp anyone can) would hold our QEMU control sockets.
 	base := runBase()
-	if err := os.MkdirAll(base, 0o1777); err != nil {
+	if err := os.Mkdir(base, 0o700); err != nil && !os.IsExist(err) {
 		return "", err
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(base, &st); err != nil {
+		return "", err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != os.Getuid() || st.Mode&0o022 != 0 {
+		return "", fmt.Errorf("run directory base %s is not a directory owned by uid %d that only it can write; remove it", base, os.Getuid())
 	}
 	sweepRunDirs(base)
 	return os.MkdirTemp(base, "run-"+strconv.Itoa(os.Getpid())+"-")

@@ -18,14 +18,17 @@ var (
 		".gitconfig", ".gitmodules", ".ripgreprc", ".mcp.json",
 		// Beyond the reference's list: start-up and logout files that
 		// shells run too (zsh reads .zshenv for every shell, scripts
-		// included).
-		".zshenv", ".zlogin", ".zlogout", ".bash_login", ".bash_logout",
+		// included), and readline's (a macro can type a command).
+		".zshenv", ".zlogin", ".zlogout", ".bash_login", ".bash_logout", ".inputrc",
 	}
 	// mandatoryDirs are protected, with everything in them.
 	mandatoryDirs = []string{".vscode", ".idea", ".claude/commands", ".claude/agents",
 		// Beyond the reference's list: ssh's config (ProxyCommand,
-		// LocalCommand) and authorized_keys.
-		".ssh"}
+		// LocalCommand) and authorized_keys; git's XDG configuration
+		// (core.fsmonitor runs a command, like ~/.gitconfig); fish's
+		// start-up; programs started at login (autostart, systemd user
+		// units). Found by an adversarial review with allowWrite ["~"].
+		".ssh", ".config/git", ".config/fish", ".config/autostart", ".config/systemd"}
 )
 
 // MandatoryNames returns the mandatory write-deny names, files first, then

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	xproxy "golang.org/x/net/proxy"
 )
@@ -33,11 +34,21 @@ func socksProxyCommand(addr, host, port string) int {
 		os.Stderr.WriteString(err.Error() + "\n")
 		return 1
 	}
+	done := make(chan struct{})
 	go func() {
 		io.Copy(c, os.Stdin)
 		c.(*net.TCPConn).CloseWrite()
+		close(done)
 	}()
 	io.Copy(os.Stdout, c)
+	os.Stdout.Close()
+	// Keep reading what ssh still writes (its KEXINIT) until it has read
+	// the disconnect and gone: exiting now would make its write fail with
+	// EPIPE before it prints the reason, which made this test flaky.
+	select {
+	case <-done:
+	case <-time.After(3 * time.Second):
+	}
 	return 0
 }
 

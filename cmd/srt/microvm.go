@@ -9,6 +9,7 @@ import (
 	"os/signal"
 
 	"github.com/srt-go/srt/microvm"
+	"github.com/srt-go/srt/policy"
 	"github.com/srt-go/srt/settings"
 )
 
@@ -25,9 +26,33 @@ func runMicroVM(s *settings.Settings, argv []string, lg *slog.Logger, stdin, std
 		fmt.Fprintf(stderr, "srt: working directory: %v\n", err)
 		return exitSetup
 	}
+	// The VM sees only the working directory. Until the guest can protect
+	// names that do not exist yet (the native backend mounts placeholders
+	// for them), the share is read-only whatever allowWrite says: a
+	// writable share would let the command plant .bashrc or .git/hooks
+	// (found by an adversarial review). denyRead paths inside it cannot be
+	// hidden in the guest yet either, so they make srt refuse.
+	pol, err := policy.Compile(s, policy.Env{Cwd: cwd})
+	if err != nil {
+		fmt.Fprintf(stderr, "srt: %v\n", err)
+		return exitSetup
+	}
+	readOnly := !pol.FilesystemDisabled
+	if !pol.FilesystemDisabled {
+		for _, d := range pol.DenyRead {
+			if policy.Within(d.Resolved, pol.Cwd) || policy.Within(pol.Cwd, d.Resolved) {
+				fmt.Fprintf(stderr, "srt: --backend microvm cannot hide %s (%s) inside the shared working directory yet; refusing to run rather than expose it\n", d.Literal, d.Rule)
+				return exitSetup
+			}
+		}
+		if pol.Writable(pol.Cwd) {
+			lg.Info("microvm: the working directory is shared read-only (writes stay in the VM): protected names cannot be enforced in a writable share yet")
+		}
+	}
 	code, err := microvm.RunCommand(ctx, microvm.RunConfig{
 		Settings: s,
 		Workdir:  cwd,
+		ReadOnly: readOnly,
 		VM:       microvm.Config{Logger: lg},
 	}, argv, microvm.Stdio{In: stdin, Out: stdout, Err: stderr})
 	if err != nil {

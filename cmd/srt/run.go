@@ -37,9 +37,10 @@ Options (read only before COMMAND):
                         read everywhere, write nowhere, no network)
   -c STRING             run STRING with your shell
   -d, --debug           debug lines on stderr (also SRT_DEBUG=1)
-  --backend microvm     run the command in a virtual machine (QEMU) with
-                        the working directory shared and the settings'
-                        network policy: a kernel boundary (default: native)
+  --backend microvm     run the command in a virtual machine (QEMU): its own
+                        kernel; the working directory is shared read-only
+                        (writes stay in the VM) and the settings' network
+                        policy applies (default: native)
   --pass-fd N           pass descriptor N (>= 3) to the command; without it
                         the command gets none but 0, 1 and 2, whatever srt's
                         caller left open (a leaked directory descriptor would

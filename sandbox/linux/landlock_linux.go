@@ -74,7 +74,7 @@ func landlockPlan(p *policy.Policy, tmpdir string) (spec landlockSpec, missing [
 	b.spec.WriteDirs = append(b.spec.WriteDirs, tmpdir)
 	b.spec.Devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts", "/dev/random", "/dev/urandom"}
 	for _, d := range b.constrained {
-		missing = append(missing, fmt.Sprintf("new files cannot be created directly in %s (it holds a protected name; its subdirectories are writable)", d))
+		missing = append(missing, fmt.Sprintf("new files cannot be created directly in %s (it holds a protected or denied name; its subdirectories are writable)", d))
 	}
 	return b.spec, missing
 }
@@ -142,7 +142,9 @@ func (b *llBuilder) write(path string) {
 		b.spec.WriteFiles = append(b.spec.WriteFiles, path)
 		return
 	}
-	if !anyBelow(p.DenyWrite, path) {
+	// Landlock's write rights include reading, so a write root with a
+	// read deny below it is split too (found by an adversarial review).
+	if !anyBelow(p.DenyWrite, path) && !anyBelow(p.DenyRead, path) {
 		b.spec.WriteDirs = append(b.spec.WriteDirs, path)
 		return
 	}
@@ -168,6 +170,7 @@ func landlockMissing(abi int) []string {
 		"processes the command leaves behind may outlive srt if srt is killed with SIGKILL",
 		"TCP connections are limited to the proxies' ports, but on any address; the command cannot listen on TCP ports",
 		"the proxies listen on the host's loopback, where other local processes can reach them",
+		"file metadata outside the write roots can still change (Landlock does not cover it): permissions, timestamps and extended attributes; setting setuid/setgid bits and changing ownership are refused everywhere",
 	}
 	if abi < 10 {
 		m = append(m, fmt.Sprintf("UDP (DNS included) is not restricted: Landlock ABI %d < 10", abi))
@@ -256,23 +259,51 @@ func RunLandlockStage(args []string) {
 // llReadDir is the right to list a directory, without reading its files.
 const llReadDir = landlock.AccessFSSet(unix.LANDLOCK_ACCESS_FS_READ_DIR)
 
-// installMPTCPFilter refuses socket(…, IPPROTO_MPTCP): Landlock's TCP rules
-// do not cover Multipath TCP sockets (go-landlock's documentation; kernel
-// issue landlock-lsm/linux#54). The main filter has already checked the
-// architecture; this one is stacked on it.
+// installMPTCPFilter adds the weaker sandbox's own seccomp rules, stacked
+// on the main filter (which has already checked the architecture):
+//
+//   - socket(…, IPPROTO_MPTCP) → EPROTONOSUPPORT: Landlock's TCP rules do
+//     not cover Multipath TCP sockets (go-landlock's documentation; kernel
+//     issue landlock-lsm/linux#54).
+//   - chmod/fchmod/fchmodat/fchmodat2 with S_ISUID or S_ISGID → EPERM, and
+//     chown/fchown/lchown/fchownat → EPERM: Landlock does not confine file
+//     metadata to the write roots, and a root caller's command could
+//     otherwise make a binary outside them setuid (adversarial review).
 func installMPTCPFilter() error {
-	prog, err := bpf.Assemble([]bpf.Instruction{
+	const modeBits = unix.S_ISUID | unix.S_ISGID
+	eperm := unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
+	allow := bpf.RetConstant{Val: unix.SECCOMP_RET_ALLOW}
+	// modeRule refuses syscall nr when the low word of args[arg] has a
+	// set-id bit: 5 instructions.
+	modeRule := func(nr uint32, arg uint32) []bpf.Instruction {
+		return []bpf.Instruction{
+			bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: nr, SkipTrue: 4},
+			bpf.LoadAbsolute{Off: 16 + 8*arg, Size: 4},
+			bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: modeBits, SkipTrue: 1},
+			allow,
+			bpf.RetConstant{Val: eperm},
+		}
+	}
+	prog := []bpf.Instruction{
 		bpf.LoadAbsolute{Off: 0, Size: 4}, // nr
 		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: uint32(unix.SYS_SOCKET), SkipTrue: 3},
 		bpf.LoadAbsolute{Off: 16 + 8*2, Size: 4}, // low word of args[2], the protocol
 		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: unix.IPPROTO_MPTCP, SkipTrue: 1},
 		bpf.RetConstant{Val: unix.SECCOMP_RET_ERRNO | uint32(unix.EPROTONOSUPPORT)},
-		bpf.RetConstant{Val: unix.SECCOMP_RET_ALLOW},
-	})
+		bpf.LoadAbsolute{Off: 0, Size: 4}, // nr again (after the socket test)
+	}
+	for _, nr := range chownCalls {
+		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: nr, SkipTrue: 1}, bpf.RetConstant{Val: eperm})
+	}
+	for _, r := range chmodCalls {
+		prog = append(prog, modeRule(r[0], r[1])...)
+	}
+	prog = append(prog, allow)
+	raw, err := bpf.Assemble(prog)
 	if err != nil {
 		return err
 	}
-	return seccomp.Install(prog)
+	return seccomp.Install(raw)
 }
 
 // dropCapabilities empties every capability set, the bounding set and the

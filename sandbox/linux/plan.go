@@ -77,7 +77,8 @@ type Plan struct {
 
 // mandatoryDirNames are the protected names that are directories, so that a
 // missing one gets a directory placeholder.
-var mandatoryDirNames = []string{".vscode", ".idea", ".claude", "commands", "agents", "hooks", ".git", "modules", "worktrees", ".ssh"}
+var mandatoryDirNames = []string{".vscode", ".idea", ".claude", "commands", "agents", "hooks", ".git", "modules", "worktrees", ".ssh",
+	".config", "git", "fish", "autostart", "systemd"}
 
 // placeholderContent is what a file placeholder must hold for programs to
 // keep working: git fails on an empty commondir but reads "." as "this

@@ -485,11 +485,14 @@ func bwrapArgs(p *policy.Policy, plan Plan, tmpdir, dir string, infoFD int) []st
 // placeholders of the kind found, to be made again should they vanish
 // before bubblewrap mounts them.
 func adoptCandidates(p *policy.Policy, plan Plan) []Placeholder {
+	if p.FilesystemDisabled {
+		return nil // no placeholders, nothing to share
+	}
 	var out []Placeholder
 	seen := map[string]bool{}
 	for _, op := range plan.Ops {
 		src := op.Src
-		if (op.Kind != OpROBind && op.Kind != OpBind) || src == "" || src == "/dev/null" || seen[src] {
+		if (op.Kind != OpROBind && op.Kind != OpBind) || src == "" || src == "/" || src == "/dev/null" || seen[src] {
 			continue
 		}
 		seen[src] = true
@@ -513,7 +516,6 @@ func adoptCandidates(p *policy.Policy, plan Plan) []Placeholder {
 			}
 		}
 	}
-	_ = p
 	return out
 }
 
