@@ -19,6 +19,7 @@ import (
 	"github.com/srt-go/srt/netrule"
 	"github.com/srt-go/srt/policy"
 	"github.com/srt-go/srt/proxy"
+	"github.com/srt-go/srt/sandbox/linux"
 	"golang.org/x/sys/unix"
 )
 
@@ -146,13 +147,44 @@ func (l *microVMLauncher) launchRunner(ctx context.Context, rt *Runtime, s *sess
 	if err != nil {
 		return nil, err
 	}
-	shares, protected, unprot, err := microvmShares(spec, p)
+	shares, protected, unprot, unprotHost, err := microvmShares(spec, p)
 	if err != nil {
 		return nil, err
 	}
-	if len(unprot) > 0 {
-		rt.log.Warn("microvm: mandatory write-denies that do not exist yet are not pinned in the guest", "session", spec.SessionID, "paths", unprot)
+	// The guest can make read-only only what exists at launch: a missing
+	// .bashrc or .git/hooks in a writable share gets a placeholder on the
+	// host first, held by the native backend's guardian (removed when the
+	// session ends, even if srtd is killed), and is then pinned like any
+	// protected path.
+	// A placeholder can reveal more to protect (a new .git directory has
+	// its own hooks and redirect files), hence the rounds.
+	var ph placeholderSet
+	for round := 0; len(unprotHost) > 0; round++ {
+		if round == 3 {
+			err = fmt.Errorf("microvm: the protected paths %s do not exist in a writable share and could not be pinned: %w", strings.Join(unprot, ", "), ErrUnenforceable)
+		}
+		var more *linux.Placeholders
+		if err == nil {
+			more, err = linux.NewPlaceholders(unprotHost)
+		}
+		if err == nil {
+			ph = append(ph, more)
+			p, err = sessionView(rt, spec, microvmEnforcesNameGlobs, "the microvm guest's virtio-9p shares cannot refuse a new file by its name")
+		}
+		if err == nil {
+			shares, protected, unprot, unprotHost, err = microvmShares(spec, p)
+		}
+		if err != nil {
+			ph.Release()
+			return nil, err
+		}
 	}
+	ok := false
+	defer func() {
+		if !ok {
+			ph.Release()
+		}
+	}()
 	rules := EgressRules(Baseline{}, spec.NetworkEnabled, nil) // the deny reason
 	rules.Allowed = append([]string{}, egress.Allowed...)
 	rules.Denied = slices.Clone(egress.Denied)
@@ -182,7 +214,8 @@ func (l *microVMLauncher) launchRunner(ctx context.Context, rt *Runtime, s *sess
 		}
 		return nil, fmt.Errorf("microvm: %w", err)
 	}
-	r := &vmRunner{vm: vm, spec: spec, shares: shares, unpinned: unprot, launched: time.Since(start)}
+	r := &vmRunner{vm: vm, spec: spec, shares: shares, unpinned: unprot, launched: time.Since(start), placeholders: ph}
+	ok = true
 	// The event stream ends when the VM is torn down: by Destroy, or
 	// because QEMU died, which makes the session StateError.
 	go func() {
@@ -210,12 +243,12 @@ func (l *microVMLauncher) launchRunner(ctx context.Context, rt *Runtime, s *sess
 // (.bashrc, .git/hooks, ...) that does not exist yet is returned in unprot
 // (native pins it with a placeholder; the guest cannot yet), logged and
 // shown in the handle's details.
-func microvmShares(spec Spec, p *policy.Policy) (shares []microvm.Share, protected, unprot []string, err error) {
+func microvmShares(spec Spec, p *policy.Policy) (shares []microvm.Share, protected, unprot, unprotHost []string, err error) {
 	ro := ReadOnlyMode(spec.Mode)
 	for i, b := range spec.BindMounts {
 		m := p.View.Mounts[i]
 		if fi, err := os.Stat(m.Host.Resolved); err != nil || !fi.IsDir() {
-			return nil, nil, nil, &SpecError{fmt.Sprintf("bindMounts[%d].hostPath", i), b.HostPath + " is not a directory; the microvm backend shares directories only"}
+			return nil, nil, nil, nil, &SpecError{fmt.Sprintf("bindMounts[%d].hostPath", i), b.HostPath + " is not a directory; the microvm backend shares directories only"}
 		}
 		shares = append(shares, microvm.Share{HostPath: m.Host.Resolved, GuestPath: m.Guest, ReadOnly: ro || b.ReadOnly})
 	}
@@ -234,7 +267,7 @@ func microvmShares(spec Spec, p *policy.Policy) (shares []microvm.Share, protect
 		}
 	}
 	if len(shares) > 16 {
-		return nil, nil, nil, &SpecError{"bindMounts", fmt.Sprintf("%d shares (binds and runnerStateDirs); the microvm backend takes at most 16", len(shares))}
+		return nil, nil, nil, nil, &SpecError{"bindMounts", fmt.Sprintf("%d shares (binds and runnerStateDirs); the microvm backend takes at most 16", len(shares))}
 	}
 	for _, d := range p.DenyWrite {
 		for _, h := range []string{d.Resolved, d.Literal} {
@@ -250,9 +283,12 @@ func microvmShares(spec Spec, p *policy.Policy) (shares []microvm.Share, protect
 						if u := g + " (" + d.Rule + ")"; !slices.Contains(unprot, u) {
 							unprot = append(unprot, u)
 						}
+						if !slices.Contains(unprotHost, d.Resolved) {
+							unprotHost = append(unprotHost, d.Resolved)
+						}
 						continue
 					}
-					return nil, nil, nil, fmt.Errorf("%w: %s (%s) does not exist, and the microvm guest can protect only a path that exists at launch inside writable share %s; create it first, or use a read-only mode or readOnly binds",
+					return nil, nil, nil, nil, fmt.Errorf("%w: %s (%s) does not exist, and the microvm guest can protect only a path that exists at launch inside writable share %s; create it first, or use a read-only mode or readOnly binds",
 						ErrUnenforceable, d.Literal, d.Rule, sh.GuestPath)
 				}
 				if !slices.Contains(protected, g) {
@@ -261,7 +297,7 @@ func microvmShares(spec Spec, p *policy.Policy) (shares []microvm.Share, protect
 			}
 		}
 	}
-	return shares, protected, unprot, nil
+	return shares, protected, unprot, unprotHost, nil
 }
 
 // guestPaths returns where host path h appears in the guest: once per
@@ -290,13 +326,16 @@ func deepestShare(shares []microvm.Share, g string) *microvm.Share {
 
 // vmRunner runs a session's commands in its VM.
 type vmRunner struct {
-	vm         *microvm.VM
-	spec       Spec
-	shares     []microvm.Share
-	unpinned   []string
-	launched   time.Duration
-	destroying atomicBool
-	toDisk     atomicBool // the last suspend saved the VM to disk
+	vm       *microvm.VM
+	spec     Spec
+	shares   []microvm.Share
+	unpinned []string
+	launched time.Duration
+	// placeholders pin missing protected names of writable shares; nil
+	// when there are none.
+	placeholders placeholderSet
+	destroying   atomicBool
+	toDisk       atomicBool // the last suspend saved the VM to disk
 }
 
 // dupFile duplicates f: the session closes its ends once start returns,
@@ -381,7 +420,9 @@ func (r *vmRunner) thaw(ctx context.Context, _ []proc) error { return r.vm.Resum
 
 func (r *vmRunner) destroy(ctx context.Context) error {
 	r.destroying.Store(true)
-	return r.vm.Close()
+	err := r.vm.Close()
+	r.placeholders.Release()
+	return err
 }
 
 func (r *vmRunner) details() map[string]any {
@@ -433,4 +474,14 @@ func (p *vmProc) wait() (int, int) {
 		return code, code - 128
 	}
 	return code, 0
+}
+
+// placeholderSet holds the placeholders of every round of a launch.
+type placeholderSet []*linux.Placeholders
+
+// Release releases them all.
+func (ps placeholderSet) Release() {
+	for _, p := range ps {
+		p.Release()
+	}
 }
