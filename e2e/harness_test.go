@@ -337,12 +337,21 @@ type entry struct {
 func snapshot(t *testing.T, dir string) map[string]entry {
 	t.Helper()
 	out := map[string]entry{}
+	// A file that vanishes during the walk (a guardian still removing its
+	// placeholders) is simply not in the snapshot; waitUnchanged retries.
+	gone := func(err error) bool { return errors.Is(err, fs.ErrNotExist) }
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
+			if gone(err) && p != dir {
+				return nil
+			}
 			return err
 		}
 		fi, err := d.Info()
 		if err != nil {
+			if gone(err) {
+				return nil
+			}
 			return err
 		}
 		e := entry{mode: fi.Mode().Type()}
@@ -350,6 +359,9 @@ func snapshot(t *testing.T, dir string) map[string]entry {
 		case fi.Mode().IsRegular():
 			b, err := os.ReadFile(p)
 			if err != nil {
+				if gone(err) {
+					return nil
+				}
 				return err
 			}
 			e.content = string(b)
