@@ -16,7 +16,10 @@ fi
 echo "== go vet"
 go vet ./...
 echo "== cross builds (darwin, windows)"
-GOOS=darwin GOARCH=arm64 go build -o /dev/null ./cmd/srt
-GOOS=windows GOARCH=amd64 go build -o /dev/null ./cmd/srt
+for target in darwin/arm64 darwin/amd64 windows/amd64 linux/arm64; do
+	GOOS=${target%/*} GOARCH=${target#*/} go build -o /dev/null ./cmd/srt
+	GOOS=${target%/*} GOARCH=${target#*/} go build -o /dev/null ./cmd/srtd
+done
+GOOS=darwin GOARCH=arm64 go vet ./sandbox/... ./cmd/... ./policy/...
 echo "== go test"
 go test -count=1 -timeout 20m ./...
