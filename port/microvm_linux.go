@@ -7,6 +7,7 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -142,8 +143,36 @@ func (l *microVMLauncher) Launch(ctx context.Context, spec Spec, egress EgressLi
 // guest's only way out is its relay to this session's own proxies,
 // filtering with egress.
 func (l *microVMLauncher) launchRunner(ctx context.Context, rt *Runtime, s *session, egress EgressLists) (runner, error) {
-	spec := s.spec
-	p, err := sessionView(rt, spec, microvmEnforcesNameGlobs, "the microvm guest's virtio-9p shares cannot refuse a new file by its name")
+	r, err := l.boot(ctx, rt, s.spec, egress, true, rt.log.With("session", s.spec.SessionID), func(v proxy.Violation) {
+		s.ReportViolation(Violation{Action: v.Action, Target: v.Target, Raw: fmt.Sprintf("%s %s refused: %s", v.Protocol, v.Target, v.Reason)})
+	})
+	if err != nil {
+		return nil, err
+	}
+	// The event stream ends when the VM is torn down: by Destroy, or
+	// because QEMU died, which makes the session StateError.
+	go func() {
+		for range r.vm.Events() {
+		}
+		if !r.destroying.Load() {
+			err := r.vm.Err()
+			if err == nil {
+				err = errors.New("the VM ended unexpectedly")
+			}
+			s.fail(err)
+		}
+	}()
+	return r, nil
+}
+
+// boot boots a VM for spec: its shares, protected paths and placeholders
+// (microvmShares), its egress policy, its violations to onViolation.
+// launchPolicy applies the launch policy's name-glob write-denies (an
+// agent launch); srtd's terminals have a profile of their own without
+// them (seed 000, "Terminal hébergé par le serveur").
+func (l *microVMLauncher) boot(ctx context.Context, rt *Runtime, spec Spec, egress EgressLists, launchPolicy bool, log *slog.Logger, onViolation func(proxy.Violation)) (*vmRunner, error) {
+	enforces := microvmEnforcesNameGlobs || !launchPolicy
+	p, err := sessionView(rt, spec, enforces, "the microvm guest's virtio-9p shares cannot refuse a new file by its name")
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +198,7 @@ func (l *microVMLauncher) launchRunner(ctx context.Context, rt *Runtime, s *sess
 		}
 		if err == nil {
 			ph = append(ph, more)
-			p, err = sessionView(rt, spec, microvmEnforcesNameGlobs, "the microvm guest's virtio-9p shares cannot refuse a new file by its name")
+			p, err = sessionView(rt, spec, enforces, "the microvm guest's virtio-9p shares cannot refuse a new file by its name")
 		}
 		if err == nil {
 			shares, protected, unprot, unprotHost, err = microvmShares(spec, p)
@@ -198,10 +227,8 @@ func (l *microVMLauncher) launchRunner(ctx context.Context, rt *Runtime, s *sess
 	if len(cfg.Hostname) > 63 {
 		cfg.Hostname = cfg.Hostname[:63]
 	}
-	cfg.Logger = rt.log.With("session", spec.SessionID)
-	cfg.OnViolation = func(v proxy.Violation) {
-		s.ReportViolation(Violation{Action: v.Action, Target: v.Target, Raw: fmt.Sprintf("%s %s refused: %s", v.Protocol, v.Target, v.Reason)})
-	}
+	cfg.Logger = log
+	cfg.OnViolation = onViolation
 	start := time.Now()
 	vm, err := microvm.Launch(ctx, cfg)
 	if err != nil {
@@ -216,20 +243,69 @@ func (l *microVMLauncher) launchRunner(ctx context.Context, rt *Runtime, s *sess
 	}
 	r := &vmRunner{vm: vm, spec: spec, shares: shares, unpinned: unprot, launched: time.Since(start), placeholders: ph}
 	ok = true
-	// The event stream ends when the VM is torn down: by Destroy, or
-	// because QEMU died, which makes the session StateError.
+	return r, nil
+}
+
+// MicroVM is a VM booted by Runtime.LaunchMicroVM for a caller that runs
+// its own processes in it (srtd's microvm terminals).
+type MicroVM struct {
+	r    *vmRunner
+	once sync.Once
+	err  error
+}
+
+// VM is the VM; run processes in it with VM().Exec.
+func (m *MicroVM) VM() *microvm.VM { return m.r.vm }
+
+// Details are what a session's handle would show: shares, pinned and
+// unpinned protected names, accelerator, proxies.
+func (m *MicroVM) Details() map[string]any { return m.r.details() }
+
+// Close destroys the VM (QEMU, its proxies, its run directory) and
+// releases the placeholders that pinned missing protected names. It is
+// idempotent.
+func (m *MicroVM) Close() error {
+	m.once.Do(func() { m.err = m.r.destroy(context.Background()) })
+	return m.err
+}
+
+// LaunchMicroVM boots one VM for spec outside any session, with the same
+// shares, protected paths, placeholders and egress as a microvm session
+// (microvmShares), for srtd's terminals: spec is validated, an explicit
+// microvm on a host that cannot start a VM fails with
+// ErrBackendUnavailable, egress nil means the port's lists for spec
+// (baseline, GitHub, spec.EgressAllowlist; the fixed deny list). The
+// launch policy's name-glob write-denies are not applied: a terminal has
+// its own profile (seed 000). ctx bounds the boot; the VM lives until
+// Close.
+func (rt *Runtime) LaunchMicroVM(ctx context.Context, spec Spec, egress *EgressLists) (*MicroVM, error) {
+	if err := Validate(spec); err != nil {
+		return nil, err
+	}
+	spec = normalize(spec)
+	if _, err := rt.Choose(BackendMicroVM); err != nil {
+		return nil, err
+	}
+	l, ok := rt.opts.MicroVM.(*microVMLauncher)
+	if !ok {
+		return nil, fmt.Errorf("%w: microvm: this port's microVM backend cannot boot a VM outside a session", ErrBackendUnavailable)
+	}
+	eg := rt.egressLists(spec)
+	if egress != nil {
+		eg = *egress
+	}
+	log := rt.log.With("vm", spec.SessionID)
+	r, err := l.boot(ctx, rt, spec, eg, false, log, func(v proxy.Violation) {
+		log.Info("egress refused", "target", v.Target, "reason", v.Reason)
+	})
+	if err != nil {
+		return nil, err
+	}
 	go func() {
-		for range vm.Events() {
-		}
-		if !r.destroying.Load() {
-			err := vm.Err()
-			if err == nil {
-				err = errors.New("the VM ended unexpectedly")
-			}
-			s.fail(err)
+		for range r.vm.Events() {
 		}
 	}()
-	return r, nil
+	return &MicroVM{r: r}, nil
 }
 
 // microvmShares maps the session's view onto VM shares: each bind at its
@@ -479,9 +555,11 @@ func (p *vmProc) wait() (int, int) {
 // placeholderSet holds the placeholders of every round of a launch.
 type placeholderSet []*linux.Placeholders
 
-// Release releases them all.
+// Release releases them all, the last round first: a later round's
+// placeholders lie inside an earlier one's (.git/hooks inside a .git
+// placeholder), which can only be removed once empty.
 func (ps placeholderSet) Release() {
-	for _, p := range ps {
-		p.Release()
+	for i := len(ps) - 1; i >= 0; i-- {
+		ps[i].Release()
 	}
 }

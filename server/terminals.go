@@ -19,9 +19,10 @@ import (
 
 // Terminal sessions (seed 000, "Terminal hébergé par le serveur"): the
 // default backend is none, the host shell; native when asked, under the
-// fixed terminal profile (terminalSettings). A terminal never falls back:
-// when its backend cannot run, POST /v1/terminals fails, so a host shell
-// never wears a native badge.
+// fixed terminal profile (terminalSettings); microvm when asked, a shell
+// in a fresh VM that shares only the workdir (terminals_microvm_linux.go).
+// A terminal never falls back: when its backend cannot run, POST
+// /v1/terminals fails (503), so a host shell never wears a sandbox badge.
 //
 // WebSocket protocol on GET /v1/terminals/{id}/ws:
 //
@@ -60,6 +61,9 @@ type TerminalInfo struct {
 	ExitCode *int   `json:"exitCode,omitempty"`
 	// WebSocket is the path to attach to.
 	WebSocket string `json:"websocket"`
+	// Details describe a sandboxed shell's confinement (microvm: the
+	// VM's shares, what is not shared and why, accelerator).
+	Details map[string]any `json:"details,omitempty"`
 }
 
 // terminal is one terminal session.
@@ -68,6 +72,7 @@ type terminal struct {
 	backend port.Backend
 	cwd     string
 	proc    termProc
+	details map[string]any
 	// attached is set by the first WebSocket; a second is refused.
 	attached atomic.Bool
 	// exited is closed when the shell has exited; code is then set.
@@ -100,7 +105,7 @@ func (t *terminal) kill() { t.killOnce.Do(t.proc.kill) }
 
 func (t *terminal) info() TerminalInfo {
 	ti := TerminalInfo{ID: t.id, Backend: t.backend, State: "running", Pid: t.proc.pid(), Cwd: t.cwd,
-		WebSocket: "/v1/terminals/" + t.id + "/ws"}
+		WebSocket: "/v1/terminals/" + t.id + "/ws", Details: t.details}
 	select {
 	case <-t.exited:
 		ti.State = "exited"
@@ -129,10 +134,9 @@ func (s *Server) newTerminal(w http.ResponseWriter, r *http.Request) {
 	case "native", "docker":
 		backend = port.BackendNative
 	case "microvm":
-		// Never a silent fallback (seed 000): a VM was asked for, and
-		// this server has no VM terminal to give.
-		writeError(w, http.StatusServiceUnavailable, "backend", "backend microvm: terminals in a microVM are not available on this host")
-		return
+		// A shell in a fresh VM (terminals_microvm_linux.go); never a
+		// silent fallback (seed 000): if no VM starts, the request fails.
+		backend = port.BackendMicroVM
 	default:
 		writeError(w, http.StatusBadRequest, "backend", "unknown backend %q: want none, native or microvm", req.Backend)
 		return
@@ -176,16 +180,30 @@ func (s *Server) newTerminal(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 
 	env := sanitizedEnv(home, s.cfg.Terminal.shell(), req.Env)
-	proc, err := startTerminal(s.stop, backend, s.cfg.Terminal, req.Cwd, env, req.Cols, req.Rows)
+	var (
+		proc    termProc
+		details map[string]any
+		err     error
+	)
+	if backend == port.BackendMicroVM {
+		proc, details, err = s.startMicroVMTerminal(id, req.Cwd, env, req.Cols, req.Rows)
+	} else {
+		proc, err = startTerminal(s.stop, backend, s.cfg.Terminal, req.Cwd, env, req.Cols, req.Rows)
+	}
 	if err != nil {
 		s.mu.Lock()
 		delete(s.terminals, id)
 		s.mu.Unlock()
 		s.log.Info("terminal refused", "backend", string(backend), "err", err)
+		var ce *cwdError
+		if errors.As(err, &ce) {
+			writeError(w, http.StatusBadRequest, "cwd", "terminal on backend %s: %v", backend, err)
+			return
+		}
 		writeError(w, http.StatusServiceUnavailable, "backend", "terminal on backend %s: %v", backend, err)
 		return
 	}
-	t := &terminal{id: id, backend: backend, cwd: req.Cwd, proc: proc, exited: make(chan struct{})}
+	t := &terminal{id: id, backend: backend, cwd: req.Cwd, proc: proc, details: details, exited: make(chan struct{})}
 	s.mu.Lock()
 	s.terminals[id] = t
 	closed := s.closed
@@ -344,6 +362,11 @@ func (s *Server) attachTerminal(w http.ResponseWriter, r *http.Request) {
 		c.Close(websocket.StatusNormalClosure, "exited")
 	}
 }
+
+// cwdError is a session workdir a backend cannot honour (a 400 on cwd).
+type cwdError struct{ msg string }
+
+func (e *cwdError) Error() string { return e.msg }
 
 // errNoTerminal is returned where this platform has no PTY support.
 var errNoTerminal = errors.New("terminals are not supported on this platform")

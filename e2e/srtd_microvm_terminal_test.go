@@ -1,0 +1,231 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/srt-go/srt/client"
+	"github.com/srt-go/srt/port"
+)
+
+// requireQEMUStrict fails, rather than skips, without QEMU or root,
+// unless SRT_E2E_ALLOW_SKIP=1.
+func requireQEMUStrict(t *testing.T) {
+	t.Helper()
+	why := ""
+	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
+		why = "qemu-system-x86_64 not installed (apt-get install qemu-system-x86)"
+	} else if os.Geteuid() != 0 {
+		why = "the microvm terminal test runs as root"
+	}
+	if why == "" {
+		return
+	}
+	if os.Getenv("SRT_E2E_ALLOW_SKIP") == "1" {
+		t.Skip("SRT_E2E_ALLOW_SKIP=1 and " + why)
+	}
+	t.Fatal(why + " (set SRT_E2E_ALLOW_SKIP=1 to skip instead)")
+}
+
+// termDetails reads GET /v1/terminals/{id} raw: the client's
+// TerminalInfo has no details.
+func termDetails(t *testing.T, d *srtd, id string) map[string]any {
+	t.Helper()
+	req, _ := http.NewRequest("GET", d.url+"/v1/terminals/"+id, nil)
+	req.Header.Set("Authorization", "Bearer "+d.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var info struct {
+		Backend string         `json:"backend"`
+		Details map[string]any `json:"details"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&info); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET terminal: %d %v", resp.StatusCode, err)
+	}
+	if info.Backend != "microvm" {
+		t.Fatalf("GET terminal: backend %q", info.Backend)
+	}
+	return info.Details
+}
+
+// listTree is every path under dir, relative.
+func listTree(dir string) []string {
+	var out []string
+	filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
+		if r, _ := filepath.Rel(dir, p); r != "." {
+			out = append(out, r)
+		}
+		return nil
+	})
+	slices.Sort(out)
+	return out
+}
+
+// termSession types into a terminal and reads its output.
+type termSession struct {
+	t    *testing.T
+	term *client.Terminal
+	mu   sync.Mutex
+	out  bytes.Buffer
+}
+
+func newTermSession(t *testing.T, term *client.Terminal) *termSession {
+	s := &termSession{t: t, term: term}
+	go func() {
+		r := bufio.NewReader(term)
+		for {
+			b, err := r.ReadByte()
+			if err != nil {
+				return
+			}
+			s.mu.Lock()
+			s.out.WriteByte(b)
+			s.mu.Unlock()
+		}
+	}()
+	return s
+}
+
+func (s *termSession) wait(re *regexp.Regexp) []string {
+	s.t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		s.mu.Lock()
+		m := re.FindStringSubmatch(s.out.String())
+		s.mu.Unlock()
+		if m != nil {
+			return m
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.t.Fatalf("no %s in %q", re, s.out.String())
+	return nil
+}
+
+// TestSrtdMicroVMTerminal: a terminal with backend microvm is a shell in
+// a fresh VM, over the same WebSocket protocol: typing, output, resize,
+// exit code; the workdir is shared writable, its missing protected names
+// are pinned (writing one fails) by placeholders that are gone, with the
+// QEMU, once the shell exits or the client disconnects. $HOME is not
+// shared (the guest cannot hide ~/.ssh inside a share), and a workdir
+// holding a secret directory is refused.
+func TestSrtdMicroVMTerminal(t *testing.T) {
+	requireQEMUStrict(t)
+	d := startSrtdVM(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	if p, err := d.c.Probe(ctx); err != nil || !p.MicroVMAvailable {
+		t.Fatalf("probe %+v %v; want microvmAvailable", p, err)
+	}
+
+	t.Run("home-refused", func(t *testing.T) {
+		_, err := d.c.OpenTerminal(ctx, client.TerminalRequest{Backend: port.BackendMicroVM, Cwd: os.Getenv("HOME")})
+		if err == nil || !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), ".ssh") {
+			t.Fatalf("a microvm terminal in $HOME: %v; want a 400 naming .ssh", err)
+		}
+	})
+
+	open := func(t *testing.T, wd string) (*client.Terminal, *termSession, int) {
+		t0 := time.Now()
+		term, err := d.c.OpenTerminal(ctx, client.TerminalRequest{Backend: port.BackendMicroVM, Cwd: wd,
+			Env: map[string]string{"PS1": "$ "}, Cols: 80, Rows: 24})
+		if err != nil {
+			t.Fatalf("open: %v\n%s", err, d.stderr())
+		}
+		t.Logf("microvm terminal open in %v", time.Since(t0))
+		if term.Info.Backend != port.BackendMicroVM || term.Info.Pid != 0 {
+			t.Fatalf("info %+v; want backend microvm and no host pid", term.Info)
+		}
+		det := termDetails(t, d, term.Info.ID)
+		if h, _ := det["home"].(string); !strings.Contains(h, "not shared") {
+			t.Errorf("details do not say $HOME is not shared: %v", det)
+		}
+		pid, _ := det["pid"].(float64)
+		if !pidAlive(int(pid)) {
+			t.Fatalf("QEMU pid %v not running: %v", det["pid"], det)
+		}
+		return term, newTermSession(t, term), int(pid)
+	}
+	gone := func(t *testing.T, qemu int, wd string, before []string) {
+		t.Helper()
+		for deadline := time.Now().Add(15 * time.Second); pidAlive(qemu); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("QEMU %d still alive after the terminal ended", qemu)
+			}
+		}
+		var after []string
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			after = listTree(wd)
+			if slices.Equal(after, before) || time.Now().After(deadline) {
+				break
+			}
+		}
+		if !slices.Equal(after, before) {
+			t.Errorf("workdir after the terminal %v; want %v (placeholders left?)", after, before)
+		}
+		if out, err := exec.Command("pgrep", "-f", "srt-term-").Output(); err == nil {
+			t.Errorf("processes of a terminal VM remain: %s", out)
+		}
+	}
+
+	t.Run("type-resize-protected-exit", func(t *testing.T) {
+		wd := t.TempDir()
+		os.WriteFile(filepath.Join(wd, "hello.txt"), []byte("from-host\n"), 0o644)
+		before := listTree(wd)
+		term, s, qemu := open(t, wd)
+		defer term.Close()
+		// While the VM runs, the missing protected .bashrc is pinned on
+		// the host by a placeholder.
+		if _, err := os.Lstat(filepath.Join(wd, ".bashrc")); err != nil {
+			t.Errorf("no placeholder for .bashrc while the terminal runs: %v (%v)", err, listTree(wd))
+		}
+		term.Write([]byte("uname -r; echo $((6*7))\n"))
+		m := s.wait(regexp.MustCompile(`[\r\n](\d+\.\d+\.\d+\S*)\r?\n42\r?\n`))
+		t.Logf("guest kernel %s", m[1])
+		term.Write([]byte("cat hello.txt; pwd\n"))
+		s.wait(regexp.MustCompile(`from-host\r?\n` + regexp.QuoteMeta(wd) + `\r?\n`))
+		term.Resize(100, 30)
+		time.Sleep(300 * time.Millisecond)
+		term.Write([]byte("stty size\n"))
+		s.wait(regexp.MustCompile(`[\r\n]30 100\r?\n`))
+		term.Write([]byte("echo pwned >> .bashrc && echo W''ROTE || echo REF''USED; echo new > made.txt && echo M''ADE\n"))
+		s.wait(regexp.MustCompile(`REFUSED[\s\S]*MADE`))
+		if b, _ := os.ReadFile(filepath.Join(wd, "made.txt")); string(b) != "new\n" {
+			t.Errorf("the workdir is not writable from the guest: made.txt = %q", b)
+		}
+		term.Write([]byte("exit 7\n"))
+		if code, err := term.Wait(); err != nil || code != 7 {
+			t.Errorf("exit %d %v; want 7", code, err)
+		}
+		os.Remove(filepath.Join(wd, "made.txt"))
+		gone(t, qemu, wd, before)
+		if b, err := os.ReadFile(filepath.Join(wd, ".bashrc")); err == nil {
+			t.Errorf(".bashrc exists after the terminal: %q", b)
+		}
+	})
+
+	t.Run("disconnect-destroys-vm", func(t *testing.T) {
+		wd := t.TempDir()
+		before := listTree(wd)
+		term, s, qemu := open(t, wd)
+		term.Write([]byte("echo A$((1+1))B\n"))
+		s.wait(regexp.MustCompile(`A2B`))
+		term.Close() // the client goes away without exit
+		gone(t, qemu, wd, before)
+	})
+}
