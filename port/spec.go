@@ -117,6 +117,51 @@ func Validate(spec Spec) error {
 			return err
 		}
 	}
+	return checkReadOnlyOverlap(spec)
+}
+
+// checkReadOnlyOverlap refuses a read-only bind whose host files are also
+// writable through a writable bind or a runner state directory: write
+// access is decided per host file, so the read-only view would be
+// writable too (found by an adversarial review). A writable directory
+// inside a read-only bind (a runner state directory) is fine: it is a
+// hole, and the rest stays read-only.
+func checkReadOnlyOverlap(spec Spec) error {
+	resolved := func(p string) string {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return r
+		}
+		return filepath.Clean(p)
+	}
+	within := func(p, root string) bool {
+		return p == root || root == "/" || strings.HasPrefix(p, root+"/")
+	}
+	type writable struct{ field, path string }
+	var ws []writable
+	if !ReadOnlyMode(spec.Mode) {
+		for i, b := range spec.BindMounts {
+			if !b.ReadOnly {
+				ws = append(ws, writable{fmt.Sprintf("bindMounts[%d]", i), resolved(b.HostPath)})
+			}
+		}
+	}
+	for i, d := range spec.RunnerStateDirs {
+		ws = append(ws, writable{fmt.Sprintf("runnerStateDirs[%d]", i), resolved(d)})
+	}
+	for i, b := range spec.BindMounts {
+		// Only an explicit readOnly: in review, plan and orchestrate a
+		// bind is read-only by mode, and runner state directories are meant
+		// to stay writable through it.
+		if !b.ReadOnly {
+			continue
+		}
+		h := resolved(b.HostPath)
+		for _, w := range ws {
+			if within(h, w.path) {
+				return &SpecError{fmt.Sprintf("bindMounts[%d].readOnly", i), fmt.Sprintf("%s would be read-only here but writable through %s (%s); the same host files cannot be both", b.HostPath, w.field, w.path)}
+			}
+		}
+	}
 	return nil
 }
 

@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/srt-go/srt/port"
@@ -58,6 +60,10 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request) {
 	spec.NetworkEnabled = req.NetworkEnabled == nil || *req.NetworkEnabled
 	if !sessionIDs.MatchString(spec.SessionID) {
 		writeError(w, http.StatusBadRequest, "sessionId", "sessionId %q: want 1-128 characters of [A-Za-z0-9._-], starting with a letter or digit", spec.SessionID)
+		return
+	}
+	if f, ok := exposesToken(s.cfg.TokenFile, spec); !ok {
+		writeError(w, http.StatusBadRequest, f, "%s would show srtd's token file (%s) to the sandbox", f, s.cfg.TokenFile)
 		return
 	}
 	backend, err := parseRequestedBackend(req.Backend)
@@ -318,4 +324,38 @@ func classify(err error) (status int, field string) {
 		return http.StatusServiceUnavailable, "backend"
 	}
 	return http.StatusInternalServerError, ""
+}
+
+// exposesToken reports the first bind or runner state directory whose
+// host path holds srtd's token file: a session that could read the token
+// could drive srtd and launch an unsandboxed session (adversarial
+// review; escape class 21). ok is true when none does.
+func exposesToken(tokenFile string, spec port.Spec) (field string, ok bool) {
+	if tokenFile == "" {
+		return "", true
+	}
+	tok := resolvedPath(tokenFile)
+	holds := func(p string) bool {
+		r := resolvedPath(p)
+		return tok == r || strings.HasPrefix(tok, strings.TrimSuffix(r, "/")+"/")
+	}
+	for i, b := range spec.BindMounts {
+		if holds(b.HostPath) {
+			return fmt.Sprintf("bindMounts[%d].hostPath", i), false
+		}
+	}
+	for i, d := range spec.RunnerStateDirs {
+		if holds(d) {
+			return fmt.Sprintf("runnerStateDirs[%d]", i), false
+		}
+	}
+	return "", true
+}
+
+// resolvedPath is p with symlinks resolved where it exists, cleaned.
+func resolvedPath(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return filepath.Clean(p)
 }

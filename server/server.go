@@ -9,15 +9,20 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
+	jsonv2 "github.com/go-json-experiment/json"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -36,6 +41,10 @@ type Config struct {
 	// Token is the bearer token every request but /healthz must carry.
 	// Empty refuses every such request.
 	Token string
+	// TokenFile is where the token is stored. Sessions and terminals
+	// never see it: a bind that would show it is refused, and native
+	// terminals read-deny and write-deny its directory. Empty: unknown.
+	TokenFile string
 	// Logger receives the server's log lines. Nil discards them.
 	Logger *slog.Logger
 
@@ -92,6 +101,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.AttachTimeout == 0 {
 		cfg.AttachTimeout = 30 * time.Second
+	}
+	if cfg.TokenFile != "" {
+		// A native terminal's $HOME is writable: it must neither read the
+		// token nor plant anything where srtd keeps it.
+		cfg.Terminal.HiddenFiles = append(cfg.Terminal.HiddenFiles, cfg.TokenFile)
+		cfg.Terminal.ReadOnlyDirs = append(cfg.Terminal.ReadOnlyDirs, filepath.Dir(cfg.TokenFile))
 	}
 	lg := cfg.Logger
 	if lg == nil {
@@ -248,9 +263,29 @@ func writeError(w http.ResponseWriter, status int, field, format string, a ...an
 // decode reads a JSON body into v, refusing unknown fields, trailing data
 // and bodies over the limit. It writes the error response itself.
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(r.Body)
+	body, err := io.ReadAll(r.Body)
+	if err == nil {
+		// encoding/json matches member names case-insensitively and lets
+		// a duplicate win: {"mode":"review","MODE":"chat"} would launch in
+		// chat while a schema-checking proxy in front saw review. JSON v2
+		// is case-sensitive and refuses duplicates: run it first.
+		err = jsonv2.Unmarshal(body, reflect.New(reflect.TypeOf(v).Elem()).Interface(), jsonv2.RejectUnknownMembers(true))
+		var se *jsonv2.SemanticError
+		if err != nil && !errors.As(err, &se) {
+			writeError(w, http.StatusBadRequest, "", "request body: %v", err)
+			return false
+		}
+		if err != nil && se.JSONPointer != "" && strings.Contains(se.Error(), "unknown object member") {
+			writeError(w, http.StatusBadRequest, strings.TrimPrefix(string(se.JSONPointer), "/"), "unknown field %q (member names are case-sensitive)", strings.TrimPrefix(string(se.JSONPointer), "/"))
+			return false
+		}
+		err = nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
+	if err == nil {
+		err = dec.Decode(v)
+	}
 	if err == nil && dec.More() {
 		err = errors.New("trailing data after the JSON object")
 	}

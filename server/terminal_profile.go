@@ -27,6 +27,10 @@ type TerminalConfig struct {
 	// DeniedDomains beats AllowedDomains. Nil means
 	// DefaultTerminalDeniedDomains.
 	DeniedDomains []string
+	// HiddenFiles are read-denied and ReadOnlyDirs write-denied in native
+	// terminals, beyond the profile (srtd's token file and its directory).
+	HiddenFiles  []string
+	ReadOnlyDirs []string
 }
 
 func (c TerminalConfig) home() string {
@@ -84,12 +88,13 @@ func terminalSettings(cfg TerminalConfig, workdir string) (*settings.Settings, e
 	for _, d := range TerminalDenyRead {
 		deny = append(deny, filepath.Join(home, d))
 	}
+	deny = append(deny, cfg.HiddenFiles...)
 	doc := map[string]any{
 		"network": map[string]any{"allowedDomains": allowed, "deniedDomains": denied},
 		"filesystem": map[string]any{
 			"denyRead":   deny,
 			"allowWrite": []string{home, workdir},
-			"denyWrite":  []string{},
+			"denyWrite":  append([]string{}, cfg.ReadOnlyDirs...),
 		},
 	}
 	b, err := json.Marshal(doc)

@@ -32,6 +32,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -149,7 +150,15 @@ func serve(args []string, stderr io.Writer) error {
 	}
 	lg := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	pt, err := newPort(portOptions{sandboxOn: sandboxOn, defaultBackend: *defaultBackend, nameGlobs: *nameGlobs, bwrap: *bwrap, microvm: vmMode}, lg)
+	// Listen first: srtd's own address is denied to every session's
+	// egress (a session allowed "127.0.0.1" must still not reach the API).
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	pt, err := newPort(portOptions{sandboxOn: sandboxOn, defaultBackend: *defaultBackend, nameGlobs: *nameGlobs, bwrap: *bwrap, microvm: vmMode,
+		selfDeny: selfAddresses(ln.Addr())}, lg)
 	if err != nil {
 		return err
 	}
@@ -168,19 +177,14 @@ func serve(args []string, stderr io.Writer) error {
 	defer os.Remove(*tokenFile)
 
 	srv, err := server.New(server.Config{
-		Port: pt, Sandbox: sandboxOn, Token: token, Logger: lg,
+		Port: pt, Sandbox: sandboxOn, Token: token, TokenFile: *tokenFile, Logger: lg,
 		MaxBodyBytes: *maxBody, MaxSessions: *maxSessions, MaxExecs: *maxExecs, MaxTerminals: *maxTerminals,
 	})
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return err
-	}
 	if *addrFile != "" {
-		if err := os.WriteFile(*addrFile, []byte(ln.Addr().String()+"\n"), 0o644); err != nil {
-			ln.Close()
+		if err := writeAddrFile(*addrFile, ln.Addr().String()+"\n"); err != nil {
 			return err
 		}
 	}
@@ -280,4 +284,48 @@ func writeToken(path string) (string, error) {
 		return "", fmt.Errorf("token file: %w", err)
 	}
 	return token, nil
+}
+
+// selfAddresses are the domain-list entries that name srtd's own listener:
+// its address, and the loopback spellings when it listens on loopback or
+// on every interface.
+func selfAddresses(a net.Addr) []string {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok {
+		return nil
+	}
+	p := strconv.Itoa(ta.Port)
+	out := []string{net.JoinHostPort(ta.IP.String(), p)}
+	if ta.IP.IsLoopback() || ta.IP.IsUnspecified() {
+		out = append(out, "127.0.0.1:"+p, "localhost:"+p, "[::1]:"+p)
+	}
+	if ip4 := ta.IP.To4(); ip4 == nil && !ta.IP.IsLoopback() && !ta.IP.IsUnspecified() {
+		out[0] = "[" + ta.IP.String() + "]:" + p
+	}
+	return out
+}
+
+// writeAddrFile writes the address through a new file renamed into place,
+// so that a symbolic link planted at the path is replaced, never followed.
+func writeAddrFile(path, content string) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".srtd-addr-*")
+	if err != nil {
+		return fmt.Errorf("--addr-file: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.WriteString(content); err != nil {
+		tmp.Close()
+		return fmt.Errorf("--addr-file: %w", err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return fmt.Errorf("--addr-file: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("--addr-file: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("--addr-file: %w", err)
+	}
+	return nil
 }

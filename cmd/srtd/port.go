@@ -20,6 +20,10 @@ type portOptions struct {
 	// microvm is --microvm: "auto" (the microvm package's launcher,
 	// probed with a test boot) or "off".
 	microvm string
+	// selfDeny are srtd's own API addresses: denied to every session's
+	// egress, whatever its allow-list, so that no sandbox can drive the
+	// server that made it (escape class 21).
+	selfDeny []string
 }
 
 // newPort probes the host once and returns the port.
@@ -41,6 +45,11 @@ func newPort(o portOptions, lg *slog.Logger) (port.Port, error) {
 	}
 	if o.nameGlobs == "none" {
 		opts.NameGlobWriteDenies = []string{}
+	}
+	if len(o.selfDeny) > 0 {
+		b := port.DefaultBaseline()
+		b.Denied = append(b.Denied, o.selfDeny...)
+		opts.Baseline = &b
 	}
 	return port.New(context.Background(), opts)
 }
