@@ -57,6 +57,7 @@ func (r *noneRunner) start(c command) (proc, error) {
 		Stdin: c.stdin, Stdout: c.stdout, Stderr: c.stderr,
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
 	}
+	setPdeathsig(cmd.SysProcAttr)
 	if err := cmd.Start(); err != nil {
 		code := 126
 		if errors.Is(err, os.ErrNotExist) {

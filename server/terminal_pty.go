@@ -136,8 +136,9 @@ func startHostShell(cfg TerminalConfig, cwd string, env []string, cols, rows int
 	// Setsid + Setctty: the shell leads a session of its own with the PTY
 	// as controlling terminal, so job control works and killSession can
 	// find everything it started.
-	ptmx, err := pty.StartWithAttrs(cmd, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)},
-		&syscall.SysProcAttr{Setsid: true, Setctty: true})
+	attrs := &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	setPdeathsig(attrs)
+	ptmx, err := pty.StartWithAttrs(cmd, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}, attrs)
 	if err != nil {
 		return nil, err
 	}
