@@ -18,18 +18,7 @@ import (
 )
 
 // The test binary is the sandbox's PID 1 and guardian, as srt's is.
-func init() {
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case linux.InitArg:
-			linux.RunInit(os.Args[2:])
-		case linux.GuardianArg:
-			linux.RunGuardian(os.Args[2:])
-		case linux.ProxyConnectArg:
-			linux.RunProxyConnect(os.Args[2:])
-		}
-	}
-}
+func init() { linux.DispatchRole() }
 
 func requireNative(t testing.TB) *Runtime {
 	t.Helper()

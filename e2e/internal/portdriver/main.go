@@ -18,18 +18,7 @@ import (
 	"github.com/srt-go/srt/sandbox/linux"
 )
 
-func init() {
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case linux.InitArg:
-			linux.RunInit(os.Args[2:])
-		case linux.GuardianArg:
-			linux.RunGuardian(os.Args[2:])
-		case linux.ProxyConnectArg:
-			linux.RunProxyConnect(os.Args[2:])
-		}
-	}
-}
+func init() { linux.DispatchRole() }
 
 type request struct {
 	Spec    port.Spec         `json:"spec"`
