@@ -368,5 +368,3 @@ type cwdError struct{ msg string }
 
 func (e *cwdError) Error() string { return e.msg }
 
-// errNoTerminal is returned where this platform has no PTY support.
-var errNoTerminal = errors.New("terminals are not supported on this platform")
