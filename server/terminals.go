@@ -367,4 +367,3 @@ func (s *Server) attachTerminal(w http.ResponseWriter, r *http.Request) {
 type cwdError struct{ msg string }
 
 func (e *cwdError) Error() string { return e.msg }
-
