@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	"github.com/srt-go/srt/sandbox/darwin"
@@ -16,7 +17,10 @@ type darwinHost struct {
 	log *slog.Logger
 }
 
-func newHost(_ *settings.Settings, lg *slog.Logger) (host, error) {
+func newHost(s *settings.Settings, lg *slog.Logger) (host, error) {
+	if s != nil && s.Filesystem.EnforceNamesAtCreation {
+		return nil, fmt.Errorf("filesystem.enforceNamesAtCreation is implemented on Linux only; refusing to run without it")
+	}
 	if err := darwin.Probe(); err != nil {
 		return nil, err
 	}

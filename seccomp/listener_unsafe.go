@@ -102,3 +102,45 @@ func SyncWakeUp(fd int) error {
 	}
 	return nil
 }
+
+// RespondValue answers notification id with success and val as the
+// call's return value: the call does not run (the listener did its work).
+func RespondValue(fd int, id uint64, val int64) error {
+	r := notifResp{ID: id, Val: val}
+	if e := ioctlPtr(fd, ioctlNotifSend, unsafe.Pointer(&r)); e != 0 {
+		return e
+	}
+	return nil
+}
+
+// notifAddFD is struct seccomp_notif_addfd.
+type notifAddFD struct {
+	ID         uint64
+	Flags      uint32
+	SrcFD      uint32
+	NewFD      uint32
+	NewFDFlags uint32
+}
+
+// ioctlNotifAddFD is _IOW('!', 3, struct seccomp_notif_addfd);
+// addFDFlagSend is SECCOMP_ADDFD_FLAG_SEND (Linux 5.14).
+const (
+	ioctlNotifAddFD = 0x40182103
+	addFDFlagSend   = 1 << 1
+)
+
+// AddFDSend installs a copy of srcfd in the caller of notification id and
+// answers the notification with its number, atomically
+// (SECCOMP_ADDFD_FLAG_SEND): the emulated open returns that descriptor.
+// cloexec sets O_CLOEXEC on the caller's copy.
+func AddFDSend(fd int, id uint64, srcfd int, cloexec bool) (int, error) {
+	a := notifAddFD{ID: id, Flags: addFDFlagSend, SrcFD: uint32(srcfd)}
+	if cloexec {
+		a.NewFDFlags = unix.O_CLOEXEC
+	}
+	r, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), ioctlNotifAddFD, uintptr(unsafe.Pointer(&a)))
+	if e != 0 {
+		return -1, e
+	}
+	return int(r), nil
+}

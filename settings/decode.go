@@ -27,7 +27,7 @@ var (
 		"allowPlaintextHeaderSet", "stripResponseHeaders", "refuseOpaqueTunnels",
 		"requireHostMatch", "ambiguousRequestTarget",
 	}
-	filesystemKeys = []string{"denyRead", "allowRead", "allowWrite", "denyWrite", "allowGitConfig", "disabled"}
+	filesystemKeys = []string{"denyRead", "allowRead", "allowWrite", "denyWrite", "allowGitConfig", "disabled", "enforceNamesAtCreation"}
 	gitKeys        = []string{"safeDirectories"}
 	pathEntryKeys  = []string{"path", "literal"}
 )
@@ -316,6 +316,8 @@ func (c *checker) filesystem(n *node, path string, fsys *Filesystem) error {
 			fsys.AllowGitConfig, err = c.boolean(m.val, p)
 		case "disabled":
 			fsys.Disabled, err = c.boolean(m.val, p)
+		case "enforceNamesAtCreation":
+			fsys.EnforceNamesAtCreation, err = c.boolean(m.val, p)
 		default:
 			err = c.unknown(m, path, filesystemKeys)
 		}

@@ -101,6 +101,12 @@ type Filesystem struct {
 	// Disabled turns the filesystem policy off entirely (no mandatory
 	// denies either).
 	Disabled bool `json:"disabled,omitempty"`
+	// EnforceNamesAtCreation (srt-go, Linux, opt-in) enforces every
+	// write-deny glob and mandatory name at any depth when a name comes
+	// into being (create, mkdir, mknod, rename, link, symlink): srt performs
+	// those calls for the command from outside the sandbox and refuses the
+	// matching ones (sandbox/linux/create_linux.go).
+	EnforceNamesAtCreation bool `json:"enforceNamesAtCreation,omitempty"`
 }
 
 // PathEntry is one path rule: in JSON either a string or

@@ -51,6 +51,10 @@ type initSpec struct {
 	// notification listener; used only when Seccomp.Notify is set
 	// (notify_linux.go).
 	NotifyFD int `json:"notifyFd"`
+	// RequireListener makes a kernel without a TSYNC listener a setup
+	// error instead of the deny-only filter: creation-time name rules
+	// (filesystem.enforceNamesAtCreation) cannot hold without it.
+	RequireListener bool `json:"requireListener,omitempty"`
 	// AgentFD, when above 2, is a socket to srt over which PID 1 serves
 	// exec requests instead of running Argv (agent_linux.go).
 	AgentFD int `json:"agentFd,omitempty"`

@@ -332,6 +332,9 @@ type landlockProcess struct {
 // StartLandlock runs cfg.Argv in the weaker sandbox. It prints the missing
 // guarantees to warn (srt's stderr) before the command starts.
 func StartLandlock(ctx context.Context, cfg Config, warn io.Writer) (*landlockProcess, error) {
+	if cfg.Policy != nil && createEnforced(cfg.Policy) {
+		return nil, setupErr("filesystem.enforceNamesAtCreation needs the bubblewrap sandbox (user namespaces and seccomp user notification); the weaker Landlock sandbox cannot enforce it, refusing to run")
+	}
 	abi, err := landlockABI()
 	if err != nil || abi < 1 {
 		return nil, setupErr("enableWeakerNestedSandbox needs Landlock, and this kernel has none (%v); refusing to run without isolation", err)

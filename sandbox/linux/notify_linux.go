@@ -71,6 +71,9 @@ func installFilter(spec *initSpec) error {
 		return err
 	}
 	fd, err := seccomp.InstallListener(prog)
+	if err != nil && spec.RequireListener {
+		return fmt.Errorf("filesystem.enforceNamesAtCreation needs a seccomp listener with TSYNC (Linux 5.7+): %w", err)
+	}
 	if err != nil {
 		// No listener on this kernel: the deny-only filter, same rules.
 		plain := spec.Seccomp
@@ -115,6 +118,11 @@ type notifier struct {
 	// classifier goroutine only.
 	dirCache map[string]string
 	once     sync.Once
+	// cr performs the creation calls (filesystem.enforceNamesAtCreation,
+	// create_linux.go); nil without it.
+	cr *creator
+	// observe records the refusals of observed calls (ObserveFilesystem).
+	observe bool
 }
 
 type seen struct {
@@ -181,6 +189,16 @@ func (n *notifier) serve() {
 			return
 		}
 		defer unix.Close(fd)
+		if n.cr != nil {
+			if err := prepareCreatorThread(); err != nil {
+				// Without its own umask and credentials the thread
+				// cannot create for the command: fail every call
+				// closed (closing the listener: ENOSYS) rather than
+				// create with srt's.
+				n.log.Debug("seccomp listener: creation thread", "error", err)
+				return
+			}
+		}
 		seccomp.SyncWakeUp(fd) // Linux 6.6+; harmless to lack
 		n.loop(fd)
 	}()
@@ -272,6 +290,13 @@ func (n *notifier) handle(fd int, nt seccomp.Notification) {
 			Time: time.Now(), Action: action, Target: target,
 			Reason: "seccomp: " + unix.ErrnoName(c.Errno), PID: nsPID, Exe: exe,
 		})
+		return
+	}
+	if n.cr != nil && n.emulate(fd, nt, c) {
+		return
+	}
+	if !n.observe {
+		seccomp.Respond(fd, nt.ID, 0) // unlink, chmod…: no name comes into being
 		return
 	}
 	ev := fsEvent{call: c.FS, name: c.Name, observedTime: time.Now()}
@@ -527,21 +552,40 @@ func (n *notifier) close() {
 // startNotifier sets spec up for a notifying filter and creates srt's side
 // of it, when cfg asks for sandbox violations.
 func (p *Process) startNotifier(cfg Config, spec *initSpec, tmpdir string, addFD func(*os.File) int) error {
-	if cfg.OnSandboxViolation == nil {
+	create := createEnforced(cfg.Policy)
+	if cfg.OnSandboxViolation == nil && !create {
 		return nil
 	}
 	spec.Seccomp.Notify = true
-	if cfg.ObserveFilesystem && !cfg.Policy.FilesystemDisabled {
+	observe := cfg.ObserveFilesystem && cfg.OnSandboxViolation != nil && !cfg.Policy.FilesystemDisabled
+	if observe {
 		spec.Seccomp.ObserveWrites = true
 		// Reads are observed only where one can be refused: every open
 		// would otherwise pay the round trip for nothing.
 		spec.Seccomp.ObserveReads = len(cfg.Policy.DenyRead) > 0
 	}
-	n, end, err := newNotifier(spec.Seccomp, cfg.Policy, tmpdir, cfg.OnSandboxViolation, p.log)
+	if create {
+		spec.Seccomp.ObserveWrites = true
+		spec.RequireListener = true
+	}
+	on := cfg.OnSandboxViolation
+	if on == nil {
+		on = func(violation.Violation) {}
+	}
+	n, end, err := newNotifier(spec.Seccomp, cfg.Policy, tmpdir, on, p.log)
 	if err != nil {
 		return err
+	}
+	n.observe = observe
+	if create {
+		n.cr = newCreator(cfg.Policy, tmpdir)
 	}
 	p.notify = n
 	spec.NotifyFD = addFD(end)
 	return nil
+}
+
+// createEnforced says whether the policy asks for creation-time name rules.
+func createEnforced(p *policy.Policy) bool {
+	return p.Settings != nil && p.Settings.Filesystem.EnforceNamesAtCreation && !p.FilesystemDisabled
 }

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# bench/creation.sh: what creation-time name rules
+# (filesystem.enforceNamesAtCreation: srt performs every create, mkdir,
+# rename, link, symlink and write open for the command) cost, against srt
+# without them and against no sandbox: untar of FILES small files, git clone
+# of a local repository of FILES files, and a compile-like workload (many
+# small writes, each written to a temporary name and renamed into place).
+#
+#   bench/creation.sh            # print hyperfine's tables
+#
+# Environment: SRT (binary; default: build one), FILES (default 10000),
+# RUNS (default 10), WARMUP (default 2).
+set -euo pipefail
+export LC_ALL=C
+FILES=${FILES:-10000}
+RUNS=${RUNS:-10}
+WARMUP=${WARMUP:-2}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/.." && pwd)
+command -v hyperfine >/dev/null || { echo "creation.sh: needs hyperfine (apt-get install hyperfine)" >&2; exit 1; }
+
+work=$(mktemp -d /tmp/srt-bench-creation.XXXXXX)
+chmod 755 "$work"
+trap 'rm -rf "$work"' EXIT
+srt=${SRT:-}
+if [[ -z $srt ]]; then
+	srt=$work/srt
+	(cd "$repo" && CGO_ENABLED=0 go build -o "$srt" ./cmd/srt)
+fi
+
+src=$work/src
+mkdir -p "$src"
+for ((i = 0; i < FILES; i++)); do
+	d=$src/d$((i % 100))
+	mkdir -p "$d"
+	head -c 512 /dev/urandom >"$d/f$i"
+done
+tar -C "$work" -cf "$work/tree.tar" src
+git -C "$src" init -q
+git -C "$src" add -A
+git -C "$src" -c user.name=b -c user.email=b@b commit -q -m tree
+
+out=$work/out
+mkdir -p "$out"
+deny='"denyWrite":["**/.env","**/*.key","**/*.pem","secrets/**"]'
+echo '{"filesystem":{"allowWrite":["'"$out"'"],'"$deny"'}}' >"$work/off.json"
+echo '{"filesystem":{"allowWrite":["'"$out"'"],'"$deny"',"enforceNamesAtCreation":true}}' >"$work/on.json"
+# compile-like: 2000 objects, each written to a temporary file and renamed.
+cat >"$work/compile.sh" <<SH
+mkdir -p $out/build
+for i in \$(seq 1 2000); do
+	echo "obj \$i" > $out/build/o\$i.tmp && mv $out/build/o\$i.tmp $out/build/o\$i.o
+done
+SH
+
+reset="rm -rf $out/src $out/clone $out/build"
+untar="tar -C $out -xf $work/tree.tar"
+clone="git clone -q $src $out/clone"
+compile="sh $work/compile.sh"
+
+for w in untar clone compile; do
+	cmd=${!w}
+	echo "== $w ($FILES files; compile: 2000 write+rename) =="
+	hyperfine -N -r "$RUNS" -w "$WARMUP" -p "$reset" \
+		-n "$w, no srt" "$cmd" \
+		-n "$w, srt" "$srt -s $work/off.json -- $cmd" \
+		-n "$w, srt + enforceNamesAtCreation" "$srt -s $work/on.json -- $cmd"
+done

@@ -1,0 +1,222 @@
+package e2e
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bmatcuk/doublestar/v4"
+)
+
+// Creation-time name rules (filesystem.enforceNamesAtCreation, issue 8):
+// srt performs every call that brings a name into being and refuses the
+// ones a write-deny glob or a mandatory name forbids, at any depth.
+
+const creationSettings = `{"filesystem": {"allowWrite": ["."], "enforceNamesAtCreation": true,
+  "denyWrite": ["**/.env", "**/*.key", "secrets/**"]}}`
+
+// creationMatrix is run by python3 in the sandbox: every rule class × every
+// way a name comes into being × depths 0, 1, 5, 12. It prints one line per
+// attempt that succeeded ("LANDED …") or failed with an unexpected errno.
+const creationMatrix = `
+import os, ctypes, errno, sys
+libc = ctypes.CDLL(None, use_errno=True)
+AT_FDCWD = -100
+RENAME_EXCHANGE = 2
+def exchange(a, b):
+    if libc.renameat2(AT_FDCWD, a.encode(), AT_FDCWD, b.encode(), RENAME_EXCHANGE) != 0:
+        e = ctypes.get_errno(); raise OSError(e, os.strerror(e))
+bad = 0
+def attempt(way, target, f):
+    global bad
+    try:
+        f()
+    except OSError as e:
+        if e.errno not in (errno.EACCES, errno.EPERM):
+            print("ERRNO", way, target, e); bad += 1
+        return
+    print("LANDED", way, target); bad += 1
+n = 0
+for depth in (0, 1, 5, 12):
+    pre = "".join("d%d/" % i for i in range(depth))
+    if pre: os.makedirs(pre, exist_ok=True)
+    os.makedirs(pre + "r/.git/hooks", exist_ok=True)   # a new repository's hooks dir: allowed
+    targets = [pre + ".env", pre + "x.key", pre + ".bashrc", pre + ".vscode", pre + "r/.git/hooks/post-checkout", pre + "r/.git/config"]
+    if depth == 0: targets.append("secrets")
+    for t in targets:
+        n += 1
+        src = "%sstage%d" % (pre, n)
+        open(src, "w").write("x")
+        attempt("create", t, lambda: os.close(os.open(t, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o755)))
+        attempt("creat-trunc", t, lambda: os.close(os.open(t, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o644)))
+        attempt("mkdir", t, lambda: os.mkdir(t))
+        attempt("mknod", t, lambda: os.mknod(t, 0o100644))
+        attempt("rename-to", t, lambda: os.rename(src, t))
+        attempt("link", t, lambda: os.link(src, t))
+        attempt("symlink", t, lambda: os.symlink(src, t))
+        ln = "%slnk%d" % (pre, n)
+        os.symlink(os.path.basename(t) if "/" not in t[len(pre):] else t[len(pre):], ln)
+        attempt("through-symlink", t, lambda: os.close(os.open(ln, os.O_CREAT | os.O_WRONLY, 0o644)))
+        os.unlink(ln)
+    # A directory renamed into place, or exchanged, with a hook inside.
+    os.makedirs(pre + "tmpd/hooks", exist_ok=True)
+    open(pre + "tmpd/hooks/post-checkout", "w").write("#!/bin/sh\n")
+    attempt("rename-dir", pre + "q/.git", lambda: (os.makedirs(pre + "q", exist_ok=True), os.rename(pre + "tmpd", pre + "q/.git")))
+    os.makedirs(pre + "e/.git", exist_ok=True)
+    attempt("exchange", pre + "e/.git", lambda: exchange(pre + "tmpd", pre + "e/.git"))
+    attempt("exchange-back", pre + "e/.git", lambda: exchange(pre + "e/.git", pre + "tmpd"))
+    # The source end: a new repository's hooks directory cannot move away.
+    attempt("rename-from", pre + "r/.git/hooks", lambda: os.rename(pre + "r/.git/hooks", pre + "r/.git/h2"))
+# Allowed: a hook sample, ordinary files.
+open("r/.git/hooks/pre-commit.sample", "w").write("#!/bin/sh\n")
+open("ok.txt", "w").write("ok")
+print("attempts", n, "bad", bad)
+sys.exit(1 if bad else 0)
+`
+
+// deniedOnHost walks dir and returns every path a rule of creationSettings
+// (or a mandatory name created by the script) matches.
+func deniedOnHost(t *testing.T, dir string) []string {
+	t.Helper()
+	pats := []string{"**/.env", "**/*.key", "secrets", "secrets/**", "**/.bashrc", "**/.vscode", "**/.git/hooks/post-checkout", "**/.git/config"}
+	var out []string
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, p)
+		for _, pat := range pats {
+			if ok, _ := doublestar.Match(pat, rel); ok {
+				out = append(out, rel)
+			}
+		}
+		return nil
+	})
+	return out
+}
+
+func TestCreationRules(t *testing.T) {
+	forEachUser(t, func(t *testing.T, u *account) {
+		dir := u.workDir(t)
+		stdout, stderr, code := runSrt(t, u, dir, creationSettings, "python3", "-c", creationMatrix)
+		if code != 0 || !strings.Contains(stdout, "bad 0") {
+			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+		}
+		if got := deniedOnHost(t, dir); len(got) > 0 {
+			t.Errorf("denied names on the host: %v", got)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "r/.git/hooks/pre-commit.sample")); err != nil {
+			t.Errorf("a hook sample should be creatable: %v", err)
+		}
+		if !strings.Contains(stderr, "file-write-create") {
+			t.Errorf("no violation reported:\n%s", stderr)
+		}
+	})
+}
+
+// TestCreationNewRepository: a repository created during the run gets no
+// hook and no dangerous config, and git keeps working.
+func TestCreationNewRepository(t *testing.T) {
+	forEachUser(t, func(t *testing.T, u *account) {
+		dir := u.workDir(t)
+		script := `set -u
+git init -q x || exit 10
+echo 'exec evil' > x/.git/hooks/post-checkout && exit 11
+cp x/.git/hooks/pre-commit.sample x/.git/hooks/pre-commit && exit 12
+mv x/.git/hooks/pre-commit.sample x/.git/hooks/pre-commit && exit 13
+cd x
+git config user.email a@b && git config user.name n || exit 14
+echo a > f && git add f && git commit -qm one || exit 15
+git config core.hooksPath /tmp && exit 16
+git config core.fsmonitor evil && exit 17
+test -e .git/config.lock && exit 18
+git log --oneline | grep -q one || exit 19
+cd ..
+git init -q src && git -C src -c user.email=a@b -c user.name=n commit -q --allow-empty -m one || exit 24
+git clone -q src y || exit 20
+git -C y log --oneline | grep -q one || exit 21
+mkdir -p pkg && printf '{"name":"pkg","version":"1.0.0"}' > pkg/package.json
+mkdir app && cd app && printf '{"name":"app","version":"1.0.0"}' > package.json
+HOME=$TMPDIR npm install --offline --no-audit --no-fund ../pkg >/dev/null 2>&1 || exit 22
+test -f node_modules/pkg/package.json || exit 23
+echo ok`
+		stdout, stderr, code := sh(t, u, dir, creationSettings, script)
+		if code != 0 || !strings.Contains(stdout, "ok") {
+			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+		}
+		for _, p := range []string{"x/.git/hooks/post-checkout", "x/.git/hooks/pre-commit", "x/.git/config.lock"} {
+			if _, err := os.Lstat(filepath.Join(dir, p)); err == nil {
+				t.Errorf("%s exists on the host", p)
+			}
+		}
+		b, _ := os.ReadFile(filepath.Join(dir, "x/.git/config"))
+		if strings.Contains(string(b), "hooksPath") || strings.Contains(string(b), "fsmonitor") || !strings.Contains(string(b), "email = a@b") {
+			t.Errorf("x/.git/config:\n%s", b)
+		}
+	})
+}
+
+// TestCreationRace: one thread flips a path component between a directory
+// and a symlink to a new repository's hooks directory while another
+// creates through it; no hook may ever land.
+func TestCreationRace(t *testing.T) {
+	forEachUser(t, func(t *testing.T, u *account) {
+		dir := u.workDir(t)
+		script := `
+import os, threading
+os.makedirs("r/.git/hooks"); os.makedirs("real")
+stop = False
+def flip():
+    while not stop:
+        try:
+            os.rename("real", "hold"); os.symlink("r/.git/hooks", "d"); os.unlink("d"); os.rename("hold", "real")
+        except OSError:
+            pass
+        try:
+            os.symlink("real", "d")
+        except OSError:
+            pass
+        try:
+            os.unlink("d")
+        except OSError:
+            pass
+th = threading.Thread(target=flip); th.start()
+made = 0
+for i in range(3000):
+    for name in ("d/post-checkout", "d/pre-commit"):
+        try:
+            os.close(os.open(name, os.O_CREAT | os.O_WRONLY, 0o755)); made += 1
+        except OSError:
+            pass
+    try:
+        os.mkdir("d/pre-push"); made += 1
+    except OSError:
+        pass
+stop = True; th.join()
+print("made", made)
+`
+		stdout, stderr, code := runSrt(t, u, dir, creationSettings, "python3", "-c", script)
+		if code != 0 {
+			t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+		}
+		ents, _ := os.ReadDir(filepath.Join(dir, "r/.git/hooks"))
+		if len(ents) != 0 {
+			t.Errorf("hooks landed: %v (%s)", ents, stdout)
+		}
+		t.Log(strings.TrimSpace(stdout))
+	})
+}
+
+// TestCreationOffByDefault: without the key nothing changes (a .env
+// created later is not refused, as documented).
+func TestCreationOffByDefault(t *testing.T) {
+	forEachUser(t, func(t *testing.T, u *account) {
+		dir := u.workDir(t)
+		_, stderr, code := sh(t, u, dir, `{"filesystem": {"allowWrite": ["."], "denyWrite": ["**/.env"]}}`, "mkdir a && echo x > a/.env")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+	})
+}
