@@ -421,7 +421,7 @@ func (n *notifier) emulate(fd int, nt seccomp.Notification, c seccomp.Call) bool
 	if rule != "" {
 		errno = unix.EACCES
 	}
-	if errno >= 0 && val == -2 {
+	if val == -2 {
 		return true // answered with ADDFD
 	}
 	nsPID, exe := 0, ""
