@@ -13,6 +13,11 @@ import (
 	"github.com/srt-go/srt/violation"
 )
 
+// The sandbox re-executes the running program for its helper roles (the
+// sandbox's PID 1, the placeholder guardian, the Landlock stage): any
+// program that imports this package plays them, with nothing to add.
+func init() { linux.DispatchRole() }
+
 type linuxHost struct {
 	bwrap string
 	log   *slog.Logger

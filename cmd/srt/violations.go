@@ -75,8 +75,18 @@ func (l *violationLog) finish(quiet bool) {
 	if d := l.store.Dropped(); d > 0 {
 		fmt.Fprintf(l.stderr, "srt: %d violations could not be reported\n", d)
 	}
-	total := l.store.TotalCount()
-	if quiet || total == 0 {
+	// A refused socket(AF_UNIX) alone is left out of the summary: glibc
+	// tries nscd's socket whenever a program looks up a user (ls -l, id,
+	// curl as root), so it would follow almost every command. It is still
+	// recorded (--violations, --debug, the library's store).
+	var vs []violation.Violation
+	for _, v := range l.store.Violations(0) {
+		if v.Action != violation.SocketUnix {
+			vs = append(vs, v)
+		}
+	}
+	total := l.store.TotalCount() - (len(l.store.Violations(0)) - len(vs))
+	if quiet || total <= 0 {
 		return
 	}
 	if total == 1 {
@@ -84,7 +94,6 @@ func (l *violationLog) finish(quiet bool) {
 	} else {
 		fmt.Fprintf(l.stderr, "srt: %d actions were blocked by the sandbox:\n", total)
 	}
-	vs := l.store.Violations(0)
 	for i, v := range vs {
 		if i == summaryLines {
 			break
