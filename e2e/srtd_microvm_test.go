@@ -64,46 +64,8 @@ func requireQEMU(t *testing.T) {
 // startSrtdVM runs the static srtd as this user with extra environment.
 func startSrtdVM(t *testing.T, env []string, args ...string) *srtd {
 	t.Helper()
-	bin := buildSrtdStatic(t)
-	dir := t.TempDir()
-	d := &srtd{tokenF: filepath.Join(dir, "token"), exited: make(chan struct{})}
-	addrF := filepath.Join(dir, "addr")
-	argv := append([]string{bin, "--addr", "127.0.0.1:0", "--addr-file", addrF, "--token-file", d.tokenF}, args...)
-	d.cmd = exec.Command(argv[0], argv[1:]...)
-	d.cmd.Env = append([]string{"PATH=" + cleanPATH, "HOME=" + os.Getenv("HOME"), "USER=root", "SHELL=/bin/bash"}, env...)
-	d.cmd.Stderr = d
-	d.cmd.Stdout = d
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { d.cmd.Wait(); close(d.exited) }()
-	t.Cleanup(func() {
-		d.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-d.exited:
-		case <-time.After(20 * time.Second):
-			d.cmd.Process.Kill()
-		}
-	})
-	for deadline := time.Now().Add(120 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		a, _ := os.ReadFile(addrF)
-		tok, _ := os.ReadFile(d.tokenF)
-		if len(a) > 0 && len(tok) > 0 {
-			d.url = "http://" + strings.TrimSpace(string(a))
-			d.token = strings.TrimSpace(string(tok))
-			break
-		}
-		select {
-		case <-d.exited:
-			t.Fatalf("srtd exited: %s", d.stderr())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("srtd did not start: %s", d.stderr())
-		}
-	}
-	d.c = client.New(d.url, d.token)
-	return d
+	base := []string{"PATH=" + cleanPATH, "HOME=" + os.Getenv("HOME"), "USER=root", "SHELL=/bin/bash"}
+	return launchSrtd(t, buildSrtdStatic(t), t.TempDir(), nil, append(base, env...), 120*time.Second, args...)
 }
 
 func pidAlive(pid int) bool { return pid > 0 && syscall.Kill(pid, 0) == nil }

@@ -83,16 +83,24 @@ func startSrtd(t *testing.T, u *account, args ...string) *srtd {
 // startSrtdHome is startSrtd with HOME set to home.
 func startSrtdHome(t *testing.T, u *account, home string, args ...string) *srtd {
 	t.Helper()
-	bin := buildSrtd(t)
-	dir := u.workDir(t)
+	var prefix []string
+	if !u.direct {
+		prefix = []string{"setpriv", "--reuid", fmt.Sprint(u.uid), "--regid", fmt.Sprint(u.gid), "--init-groups", "--"}
+	}
+	env := []string{"PATH=" + cleanPATH, "HOME=" + home, "USER=" + u.name, "SHELL=/bin/bash"}
+	return launchSrtd(t, buildSrtd(t), u.workDir(t), prefix, env, 20*time.Second, args...)
+}
+
+// launchSrtd starts bin (behind prefix, e.g. setpriv) on a random loopback
+// port with its address and token files in dir, waits until it listens
+// (up to wait), and stops it with SIGTERM when the test ends.
+func launchSrtd(t *testing.T, bin, dir string, prefix, env []string, wait time.Duration, args ...string) *srtd {
+	t.Helper()
 	d := &srtd{tokenF: filepath.Join(dir, "token"), exited: make(chan struct{})}
 	addrF := filepath.Join(dir, "addr")
-	argv := append([]string{bin, "--addr", "127.0.0.1:0", "--addr-file", addrF, "--token-file", d.tokenF}, args...)
-	if !u.direct {
-		argv = append([]string{"setpriv", "--reuid", fmt.Sprint(u.uid), "--regid", fmt.Sprint(u.gid), "--init-groups", "--"}, argv...)
-	}
+	argv := append(append(prefix, bin, "--addr", "127.0.0.1:0", "--addr-file", addrF, "--token-file", d.tokenF), args...)
 	d.cmd = exec.Command(argv[0], argv[1:]...)
-	d.cmd.Env = []string{"PATH=" + cleanPATH, "HOME=" + home, "USER=" + u.name, "SHELL=/bin/bash"}
+	d.cmd.Env = env
 	d.cmd.Stderr = d
 	d.cmd.Stdout = d
 	if err := d.cmd.Start(); err != nil {
@@ -107,7 +115,7 @@ func startSrtdHome(t *testing.T, u *account, home string, args ...string) *srtd 
 			d.cmd.Process.Kill()
 		}
 	})
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(wait); ; time.Sleep(20 * time.Millisecond) {
 		a, _ := os.ReadFile(addrF)
 		tok, _ := os.ReadFile(d.tokenF)
 		if len(a) > 0 && len(tok) > 0 {
