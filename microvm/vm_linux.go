@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -438,10 +439,26 @@ func (v *VM) teardown() {
 	v.snapshot = nil
 	v.mu.Unlock()
 	if p != nil && p.cmd.Process != nil {
-		// The whole group: bwrap, and QEMU through --die-with-parent.
+		// The whole group: bwrap, and QEMU through --die-with-parent. QEMU
+		// may run in a session of its own under bwrap and die a moment
+		// after it: wait for every descendant too, so that Close returns
+		// with no process of the VM left.
+		desc := descendants(p.cmd.Process.Pid)
 		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 		p.cmd.Process.Kill()
 		<-p.done
+		// (No second kill: a pid that is gone may already be reused.)
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			alive := false
+			for _, d := range desc {
+				if syscall.Kill(d, 0) == nil {
+					alive = true
+				}
+			}
+			if !alive {
+				break
+			}
+		}
 	}
 	if q != nil {
 		q.close()
@@ -549,3 +566,25 @@ type streamAddr string
 
 func (a streamAddr) Network() string { return "microvm" }
 func (a streamAddr) String() string  { return "guest-" + string(a) }
+
+// descendants lists the processes below pid, read from /proc's children
+// files (Linux 3.5+), deepest last.
+func descendants(pid int) []int {
+	var out []int
+	queue := []int{pid}
+	for len(queue) > 0 && len(out) < 4096 {
+		p := queue[0]
+		queue = queue[1:]
+		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", p))
+		for _, t := range tasks {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", p, t.Name()))
+			for _, f := range strings.Fields(string(b)) {
+				if c, err := strconv.Atoi(f); err == nil {
+					out = append(out, c)
+					queue = append(queue, c)
+				}
+			}
+		}
+	}
+	return out
+}
