@@ -9,13 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/srt-go/srt/internal/pdeathsig"
 )
 
 // qemuSandbox is QEMU's own seccomp filter (qemu(1), -sandbox): no
@@ -210,29 +211,22 @@ func confine(bwrap string, v *VM, run string, argv []string) []string {
 	return append(append(b, "--"), argv...)
 }
 
-// startLocked starts cmd from an OS thread that stays locked until the
-// process exits: Pdeathsig fires when the thread that forked the child
-// exits, not the process (prctl(2), PR_SET_PDEATHSIG), and the Go
-// runtime may retire an unlocked thread. With it QEMU (through bwrap's
-// --die-with-parent) is killed when this process dies, even by SIGKILL.
+// startLocked starts cmd with Pdeathsig through pdeathsig.Start, from an
+// OS thread that outlives it: with it QEMU (through bwrap's
+// --die-with-parent) is killed when this process dies, even by SIGKILL,
+// and only then.
 func startLocked(cmd *exec.Cmd) (wait <-chan error, err error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	started := make(chan error, 1)
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		// Never unlocked: the thread exits with this goroutine, after
-		// the child, which is what we want.
+	if err := pdeathsig.Start(func() (int, error) {
 		if err := cmd.Start(); err != nil {
-			started <- err
-			return
+			return 0, err
 		}
-		started <- nil
-		done <- cmd.Wait()
-	}()
-	if err := <-started; err != nil {
+		return cmd.Process.Pid, nil
+	}); err != nil {
 		return nil, err
 	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
 	return done, nil
 }
 

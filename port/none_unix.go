@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/srt-go/srt/internal/pdeathsig"
 )
 
 // The none backend: processes run on the host, unsandboxed (seed 000,
@@ -58,7 +60,12 @@ func (r *noneRunner) start(c command) (proc, error) {
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
 	}
 	setPdeathsig(cmd.SysProcAttr)
-	if err := cmd.Start(); err != nil {
+	if err := pdeathsig.Start(func() (int, error) {
+		if err := cmd.Start(); err != nil {
+			return 0, err
+		}
+		return cmd.Process.Pid, nil
+	}); err != nil {
 		code := 126
 		if errors.Is(err, os.ErrNotExist) {
 			code = 127

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"github.com/srt-go/srt/internal/pdeathsig"
 	"github.com/srt-go/srt/port"
 	"github.com/srt-go/srt/sandbox"
 	"golang.org/x/sys/unix"
@@ -138,7 +139,14 @@ func startHostShell(cfg TerminalConfig, cwd string, env []string, cols, rows int
 	// find everything it started.
 	attrs := &syscall.SysProcAttr{Setsid: true, Setctty: true}
 	setPdeathsig(attrs)
-	ptmx, err := pty.StartWithAttrs(cmd, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}, attrs)
+	var ptmx *os.File
+	err := pdeathsig.Start(func() (int, error) {
+		var err error
+		if ptmx, err = pty.StartWithAttrs(cmd, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}, attrs); err != nil {
+			return 0, err
+		}
+		return cmd.Process.Pid, nil
+	})
 	if err != nil {
 		return nil, err
 	}
