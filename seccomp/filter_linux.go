@@ -296,8 +296,8 @@ func Build(opts Options) ([]bpf.RawInstruction, error) {
 	rs := rules(opts, s)
 	if opts.Notify {
 		rs = notifyRules(rs, opts)
-	} else if opts.ObserveWrites || opts.ObserveReads {
-		return nil, fmt.Errorf("seccomp: observing filesystem calls needs Notify")
+	} else if opts.ObserveWrites || opts.ObserveReads || opts.EmulateCreates {
+		return nil, fmt.Errorf("seccomp: observing or emulating filesystem calls needs Notify")
 	}
 	prog, err := program(rs, s)
 	if err != nil {

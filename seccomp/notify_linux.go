@@ -37,7 +37,16 @@ const (
 	OpOwner                  // chown
 	OpTimes                  // utimes
 	OpXattr                  // setxattr, removexattr
+	OpUmask                  // umask: no path; notified with EmulateCreates
 )
+
+// creates reports whether op is one of the calls EmulateCreates notifies.
+func creates(op FSOp) bool {
+	return op == OpOpen || op == OpCreate || op == OpRename || op == OpData
+}
+
+// umaskCall is the FSCall of umask(2), whose only argument is the mask.
+var umaskCall = FSCall{Op: OpUmask, Dirfd: -1, Path: -1, Flags: -1, Dirfd2: -1, Path2: -1}
 
 // FSCall is the argument layout of an observed filesystem call. Indexes
 // are into seccomp_data.args; -1 means absent.
@@ -74,10 +83,17 @@ func notifyRules(rs []rule, opts Options) []rule {
 		r.action = retNotify
 		out = append(out, r)
 	}
-	if !opts.ObserveWrites && !opts.ObserveReads {
+	observe := opts.ObserveWrites || opts.ObserveReads
+	if !observe && !opts.EmulateCreates {
 		return out
 	}
+	if opts.EmulateCreates {
+		out = append(out, rule{name: "umask", nr: uint32(unix.SYS_UMASK), action: retNotify})
+	}
 	for nr, c := range fsCalls() {
+		if !observe && !creates(c.call.Op) {
+			continue
+		}
 		r := rule{name: c.name, nr: nr, action: retNotify}
 		// if nr == openat && (u32)args[flags] & (O_WRONLY|O_RDWR|O_CREAT|O_TRUNC) != 0 {
 		//	return USER_NOTIF
@@ -117,11 +133,19 @@ func Table(opts Options) (map[uint32]Call, error) {
 		}
 		t[r.nr] = Call{Name: r.name, Errno: unix.Errno(r.action & unix.SECCOMP_RET_DATA)}
 	}
-	if opts.ObserveWrites || opts.ObserveReads {
+	observe := opts.ObserveWrites || opts.ObserveReads
+	if observe || opts.EmulateCreates {
 		for nr, c := range fsCalls() {
+			if !observe && !creates(c.call.Op) {
+				continue
+			}
 			cc := c.call
 			t[nr] = Call{Name: c.name, FS: &cc}
 		}
+	}
+	if opts.EmulateCreates {
+		uc := umaskCall
+		t[uint32(unix.SYS_UMASK)] = Call{Name: "umask", FS: &uc}
 	}
 	return t, nil
 }

@@ -195,4 +195,27 @@ func TestNotifyTable(t *testing.T) {
 	if _, err := Build(Options{ObserveWrites: true}); err == nil {
 		t.Error("Build accepted ObserveWrites without Notify")
 	}
+	if _, err := Build(Options{EmulateCreates: true}); err == nil {
+		t.Error("Build accepted EmulateCreates without Notify")
+	}
+	// EmulateCreates: the calls that can bring a name into being, and
+	// umask; not the ones that only change or remove existing names.
+	tb, _ = Table(Options{Notify: true, EmulateCreates: true})
+	for _, nr := range []uint32{unix.SYS_OPENAT, unix.SYS_OPENAT2, unix.SYS_MKDIRAT, unix.SYS_MKNODAT, unix.SYS_SYMLINKAT,
+		unix.SYS_LINKAT, unix.SYS_RENAMEAT, unix.SYS_RENAMEAT2, unix.SYS_TRUNCATE} {
+		if c, ok := tb[nr]; !ok || c.FS == nil || c.Errno != 0 {
+			t.Errorf("EmulateCreates: Table[%d] = %+v, want a filesystem call", nr, c)
+		}
+	}
+	if c, ok := tb[unix.SYS_UMASK]; !ok || c.FS == nil || c.FS.Op != OpUmask {
+		t.Errorf("EmulateCreates: Table[umask] = %+v", c)
+	}
+	for _, nr := range []uint32{unix.SYS_UNLINKAT, unix.SYS_FCHMODAT, unix.SYS_UTIMENSAT, unix.SYS_FCHOWNAT, unix.SYS_SETXATTR} {
+		if c, ok := tb[nr]; ok {
+			t.Errorf("EmulateCreates notifies %s, which creates no name", c.Name)
+		}
+	}
+	if _, err := Build(Options{Notify: true, EmulateCreates: true}); err != nil {
+		t.Errorf("Build(EmulateCreates): %v", err)
+	}
 }

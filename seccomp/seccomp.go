@@ -64,6 +64,16 @@ type Options struct {
 	// ObserveReads also notifies every open, read-only ones included (the
 	// hot path of most programs; see BENCHMARKS.md). Requires Notify.
 	ObserveReads bool
+
+	// EmulateCreates notifies the calls that can bring a name into being
+	// or write a file by name — opens with a write, create or truncate
+	// flag, creat, mkdir, mknod, symlink, link, rename and truncate — and
+	// umask, so that the listener can perform them itself under the
+	// creation-time name rules (filesystem.enforceNamesAtCreation) and
+	// keep track of each caller's umask. unlink, chmod, chown, utimes and
+	// xattr calls are not notified unless ObserveWrites asks for them.
+	// Requires Notify.
+	EmulateCreates bool
 }
 
 // Encode returns prog as the kernel's struct sock_filter array: per
