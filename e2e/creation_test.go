@@ -209,14 +209,93 @@ print("made", made)
 	})
 }
 
-// TestCreationOffByDefault: without the key nothing changes (a .env
-// created later is not refused, as documented).
-func TestCreationOffByDefault(t *testing.T) {
+// TestCreationDefault: without the key the rules are on (this kernel has
+// what they need) and no placeholder is made: a protected name that does
+// not exist is refused when it is created, at the top as at any depth.
+// With the key false, a .env created later is not refused (documented).
+func TestCreationDefault(t *testing.T) {
 	forEachUser(t, func(t *testing.T, u *account) {
 		dir := u.workDir(t)
-		_, stderr, code := sh(t, u, dir, `{"filesystem": {"allowWrite": ["."], "denyWrite": ["**/.env"]}}`, "mkdir a && echo x > a/.env")
+		out, stderr, code := sh(t, u, dir, `{"filesystem": {"allowWrite": ["."], "denyWrite": ["**/.env"]}}`,
+			`ls -A; mkdir a && echo x > a/.env; echo "env=$?"; echo x > .bashrc; echo "bashrc=$?"`)
+		if code != 0 || !strings.Contains(out, "env=2") || !strings.Contains(out, "bashrc=2") {
+			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+		}
+		if first, _, _ := strings.Cut(out, "env="); strings.TrimSpace(first) != settingsName {
+			t.Errorf("placeholders in the working directory: %q", first)
+		}
+		if _, err := os.Lstat(filepath.Join(dir, "a/.env")); err == nil {
+			t.Error("a/.env landed on the host")
+		}
+		dir = u.workDir(t)
+		_, stderr, code = sh(t, u, dir, `{"filesystem": {"allowWrite": ["."], "denyWrite": ["**/.env"], "enforceNamesAtCreation": false}}`, "mkdir a && echo x > a/.env")
 		if code != 0 {
-			t.Fatalf("exit %d: %s", code, stderr)
+			t.Fatalf("opt-out: exit %d: %s", code, stderr)
+		}
+	})
+}
+
+// TestCreationCompat: what programs do with write opens must keep working
+// when srt performs them — /dev/stdout, /dev/fd/N, /proc/self/fd/N (a
+// pipe here), /dev/null, a FIFO whose reader comes later, the caller's
+// umask — and an existing protected file below the mounts' search depth
+// can be neither written, truncated nor given a second name.
+func TestCreationCompat(t *testing.T) {
+	forEachUser(t, func(t *testing.T, u *account) {
+		dir := u.workDir(t)
+		deep := filepath.Join(dir, "a/b/c/d/e")
+		u.write(t, filepath.Join(deep, ".bashrc"), "# host\n")
+		// The braces' pipe is made in the sandbox, as the user: a pipe
+		// made by the test (root) cannot be reopened by another user,
+		// with or without srt.
+		script := `{
+echo out1 > /dev/stdout; echo "stdout=$?"
+echo err1 > /dev/stderr
+echo out2 > /dev/fd/1; echo "fd=$?"
+echo out3 > /proc/self/fd/1; echo "procfd=$?"
+echo x > /dev/null; echo "null=$?"
+echo x > /dev/tty 2>/dev/null; echo "tty=$?"
+mkfifo p; { sleep 0.3; cat p; } & echo viafifo > p; wait; echo "fifo=$?"
+(umask 077 && touch private && stat -c "mode=%a" private)
+echo x > a/b/c/d/e/.bashrc; echo "write=$?"
+truncate -s 0 a/b/c/d/e/.bashrc; echo "truncate=$?"
+ln a/b/c/d/e/.bashrc hard; echo "link=$?"
+python3 -c 'import os; os.link("a/b/c/d/e/.bashrc", "hard2")'; echo "pylink=$?"
+} 2>&1 | cat`
+		out, stderr, code := sh(t, u, dir, `{"filesystem": {"allowWrite": ["."]}}`, script)
+		for _, want := range []string{"out1", "stdout=0", "out2", "fd=0", "out3", "procfd=0", "null=0", "tty=2",
+			"viafifo", "fifo=0", "mode=600", "write=2", "truncate=1", "link=1", "pylink=1"} {
+			if !strings.Contains(out, want+"\n") {
+				t.Errorf("want %q in stdout", want)
+			}
+		}
+		if !strings.Contains(out, "err1") {
+			t.Errorf("/dev/stderr: want err1")
+		}
+		if t.Failed() {
+			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+		}
+		if b, _ := os.ReadFile(filepath.Join(deep, ".bashrc")); string(b) != "# host\n" {
+			t.Errorf("deep .bashrc changed on the host: %q", b)
+		}
+		for _, p := range []string{"hard", "hard2"} {
+			if _, err := os.Lstat(filepath.Join(dir, p)); err == nil {
+				t.Errorf("%s: a second name for a protected file", p)
+			}
+		}
+	})
+}
+
+// TestCreationTTY: /dev/tty opened in the sandbox is the command's own
+// terminal (the pty srt gave it), not srt's.
+func TestCreationTTY(t *testing.T) {
+	forEachUser(t, func(t *testing.T, u *account) {
+		dir := u.workDir(t)
+		r := srtRun{u: u, dir: dir, settings: writeSettings, args: []string{"python3", "-c",
+			"import os; fd = os.open('/dev/tty', os.O_RDWR); os.write(fd, b'via-tty\\n'); print('same' if os.fstat(fd).st_rdev == os.fstat(0).st_rdev else 'other')"}}
+		out := inTerminal(t, u, dir, shellJoin(r.argv(t))+"; echo rc=$?")
+		if !strings.Contains(out, "via-tty") || !strings.Contains(out, "same") || !strings.Contains(out, "rc=0") {
+			t.Fatalf("terminal output:\n%s", out)
 		}
 	})
 }

@@ -69,10 +69,18 @@ func checkRefused(t *testing.T, out string, wantLines int) {
 	}
 }
 
+// placeholderSettings turns the creation-time rules off: missing
+// protected names are then pinned by placeholders, as on a host that
+// cannot run the rules.
+const placeholderSettings = `{"filesystem":{"allowWrite":["."],"enforceNamesAtCreation":false}}`
+
 // TestMandatoryDenies attacks each protected name at the top of the
 // working directory (existing and missing) and in a/ and a/b/ (existing),
-// with allowWrite ["."]: every attack must be refused, the host tree must
-// be identical afterwards, and no placeholder may be left.
+// with allowWrite ["."], with the creation-time rules (the default) and
+// with placeholders: every attack must be refused and the host tree must
+// be identical afterwards, no placeholder left — except that with the
+// creation-time rules an attack on a missing name may make and move the
+// harmless directories above it (.git, .claude), never the name itself.
 func TestMandatoryDenies(t *testing.T) {
 	t.Parallel()
 	type variant struct {
@@ -80,35 +88,48 @@ func TestMandatoryDenies(t *testing.T) {
 		exists       bool
 	}
 	variants := []variant{{"top-existing", "", true}, {"top-missing", "", false}, {"a-existing", "a/", true}, {"a-b-existing", "a/b/", true}}
+	modes := []struct{ name, settings string }{{"creation", writeSettings}, {"placeholders", placeholderSettings}}
 	forEachUser(t, func(t *testing.T, u *account) {
 		t.Parallel()
-		for _, name := range mandatoryNames {
-			for _, v := range variants {
-				t.Run(strings.ReplaceAll(name, "/", "_")+"/"+v.name, func(t *testing.T) {
-					t.Parallel()
-					dir := u.workDir(t)
-					p := v.prefix + name
-					u.write(t, filepath.Join(dir, "a/b/other"), "other\n")
-					if v.exists {
-						u.write(t, filepath.Join(dir, p), "orig\n")
-					}
-					r := srtRun{u: u, dir: dir, settings: writeSettings, args: []string{"sh", "-c", attackScript(p, v.exists)}}
-					r.argv(t)
-					before := snapshot(t, dir)
-					out, errOut, code := r.run(t)
-					if code != 0 {
-						t.Fatalf("status %d, stderr: %s", code, errOut)
-					}
-					want := 5
-					if v.exists {
-						want = 9
-						if v.prefix != "" {
-							want = 10
+		for _, mode := range modes {
+			for _, name := range mandatoryNames {
+				for _, v := range variants {
+					t.Run(mode.name+"/"+strings.ReplaceAll(name, "/", "_")+"/"+v.name, func(t *testing.T) {
+						t.Parallel()
+						dir := u.workDir(t)
+						p := v.prefix + name
+						u.write(t, filepath.Join(dir, "a/b/other"), "other\n")
+						if v.exists {
+							u.write(t, filepath.Join(dir, p), "orig\n")
 						}
-					}
-					checkRefused(t, out, want)
-					assertUnchanged(t, dir, before)
-				})
+						r := srtRun{u: u, dir: dir, settings: mode.settings, args: []string{"sh", "-c", attackScript(p, v.exists)}}
+						r.argv(t)
+						before := snapshot(t, dir)
+						out, errOut, code := r.run(t)
+						if code != 0 {
+							t.Fatalf("status %d, stderr: %s", code, errOut)
+						}
+						want := 5
+						if v.exists {
+							want = 9
+							if v.prefix != "" {
+								want = 10
+							}
+						}
+						if mode.name == "creation" && !v.exists {
+							out = strings.Replace(out, "rename-top:ALLOWED", "rename-top:refused", 1)
+							checkRefused(t, out, want)
+							for _, q := range []string{p, p + ".moved"} {
+								if _, err := os.Lstat(filepath.Join(dir, q)); err == nil {
+									t.Errorf("%s exists on the host", q)
+								}
+							}
+							return
+						}
+						checkRefused(t, out, want)
+						assertUnchanged(t, dir, before)
+					})
+				}
 			}
 		}
 	})
@@ -157,7 +178,10 @@ func TestMandatoryOptions(t *testing.T) {
 						u.write(t, filepath.Join(dir, p), "orig\n")
 						fmt.Fprintf(&script, "echo x >> %s 2>/dev/null && echo %s:ALLOWED || echo %s:refused\n", p, p, p)
 					}
-					out, errOut, code := sh(t, u, dir, fmt.Sprintf(`{"filesystem":{"allowWrite":["."]},"mandatoryDenySearchDepth":%d}`, tc.depth), script.String())
+					// With the creation-time rules off: they protect
+					// every depth, so the search depth only matters
+					// without them (TestCreationCompat).
+					out, errOut, code := sh(t, u, dir, fmt.Sprintf(`{"filesystem":{"allowWrite":["."],"enforceNamesAtCreation":false},"mandatoryDenySearchDepth":%d}`, tc.depth), script.String())
 					if code != 0 {
 						t.Fatalf("status %d: %s", code, errOut)
 					}

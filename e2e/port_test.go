@@ -181,19 +181,34 @@ func TestPortModes(t *testing.T) {
 				}
 			})
 		}
-		// The standard launch policy's glob write-denies cannot be enforced
-		// by bubblewrap: a writable bind fails closed, a read-only mode
-		// without runner state dirs runs.
-		t.Run("name-globs-fail-closed", func(t *testing.T) {
-			res := runDriver(t, u, driverRequest{Spec: spec(port.ModeChat)})
-			if !strings.Contains(res.LaunchError, "cannot refuse a new file by its name") {
-				t.Fatalf("chat with a writable bind launched under the standard policy: %+v", res)
+		// The standard launch policy's glob write-denies (.env, *.key,
+		// *.pem) are enforced when a file is created, at any depth and
+		// under the guest's paths: a chat session with a writable bind
+		// launches, and no such name lands on the host.
+		t.Run("name-globs-enforced", func(t *testing.T) {
+			res := runDriver(t, u, driverRequest{Spec: spec(port.ModeChat), Execs: [][]string{
+				write("/workspace/.env"),
+				write("/workspace/server.key"),
+				sh1("mkdir -p /workspace/a/b/c && echo x > /workspace/a/b/c/cert.pem && echo WROTE"),
+				sh1("echo x > /workspace/t && mv /workspace/t /workspace/a/.env && echo WROTE"),
+				write("/workspace/ok.txt"),
+			}})
+			if res.LaunchError != "" {
+				t.Fatalf("chat with a writable bind under the standard policy: %s", res.LaunchError)
 			}
-			s := spec(port.ModeReview)
-			s.RunnerStateDirs = nil
-			res = runDriver(t, u, driverRequest{Spec: s, Execs: [][]string{{"true"}}})
-			if res.LaunchError != "" || res.Results[0].Code != 0 {
-				t.Fatalf("review without writable paths refused: %+v", res)
+			r := res.Results
+			for i := range 4 {
+				if strings.Contains(r[i].Stdout, "WROTE") || !hasAny(r[i].Stderr, refused...) {
+					t.Errorf("probe %d: a name the launch policy denies was made: %+v", i, r[i])
+				}
+			}
+			if !strings.Contains(r[4].Stdout, "WROTE") {
+				t.Errorf("an ordinary file cannot be written: %+v", r[4])
+			}
+			for _, p := range []string{".env", "server.key", "a/b/c/cert.pem", "a/.env"} {
+				if _, err := os.Lstat(filepath.Join(ws, p)); err == nil {
+					t.Errorf("%s landed on the host", p)
+				}
 			}
 		})
 	})

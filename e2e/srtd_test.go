@@ -222,16 +222,24 @@ func TestSrtdBackendRule(t *testing.T) {
 // TestSrtdModes tries every mode's write rules from inside, through the
 // API: chat writes its writable bind, the other modes cannot;
 // protectedPaths never, runnerStateDirs always. The standard launch
-// policy (file-name glob denies) fails closed with a writable bind.
+// policy (file-name glob denies) launches with a writable bind and
+// refuses those names when they are created.
 func TestSrtdModes(t *testing.T) {
 	forEachUser(t, func(t *testing.T, u *account) {
 		ctx := context.Background()
 		strict := startSrtd(t, u)
 		bind := u.workDir(t)
-		_, err := strict.c.Launch(ctx, port.Spec{SessionID: "g", WorkspaceID: "w", Mode: port.ModeChat,
+		h, err := strict.c.Launch(ctx, port.Spec{SessionID: "g", WorkspaceID: "w", Mode: port.ModeChat,
 			BindMounts: []port.BindMount{{HostPath: bind, GuestPath: bind}}}, port.BackendNative)
-		if ce, ok := err.(*client.Error); !ok || ce.Status != 422 {
-			t.Errorf("standard launch policy, writable bind: %v; want 422 (fails closed)", err)
+		if err != nil {
+			t.Fatalf("standard launch policy, writable bind: %v", err)
+		}
+		out, _ := strict.sh(t, h.SessionID, fmt.Sprintf("echo x > %[1]s/.env && echo env=w; echo x > %[1]s/id.key && echo key=w; echo x > %[1]s/f && echo f=w", bind))
+		if strings.Contains(out, "env=w") || strings.Contains(out, "key=w") || !strings.Contains(out, "f=w") {
+			t.Errorf("standard launch policy inside: %s", out)
+		}
+		if _, err := os.Lstat(bind + "/.env"); err == nil {
+			t.Error(".env landed on the host")
 		}
 
 		d := startSrtd(t, u, "--name-glob-write-denies", "none")

@@ -17,12 +17,13 @@ import (
 
 // nativeEnforcesNameGlobs says whether the native Linux backend can refuse
 // a file-name glob write-deny (.env, *.key, *.pem) when the file is
-// created. bubblewrap cannot: it hides or pins paths that exist, never a
-// name created later (seed 000, "Linux : bubblewrap"). This is the single
-// switch the creation-time issue turns on once Linux enforces them; until
-// then a native launch with a writable path fails closed while the launch
-// policy holds such denies (Options.NameGlobWriteDenies).
-const nativeEnforcesNameGlobs = false
+// created: bubblewrap alone cannot (it hides or pins paths that exist,
+// never a name created later; seed 000, "Linux : bubblewrap"), the
+// creation-time name rules can (sandbox/linux/create_linux.go) wherever
+// this kernel runs them. Where it does not, a native launch with a
+// writable path fails closed while the launch policy holds such denies
+// (Options.NameGlobWriteDenies).
+func nativeEnforcesNameGlobs() bool { return linux.CreationRulesSupported() == nil }
 
 // StartTimeout bounds a native launch when ctx has no deadline.
 const StartTimeout = 30 * time.Second
@@ -35,7 +36,7 @@ const StartTimeout = 30 * time.Second
 // session's own proxy pair is its only egress.
 func launchNative(ctx context.Context, rt *Runtime, s *session) (runner, error) {
 	spec := s.spec
-	p, err := sessionView(rt, spec, nativeEnforcesNameGlobs, "bubblewrap cannot refuse a new file by its name")
+	p, err := sessionView(rt, spec, nativeEnforcesNameGlobs(), "this kernel cannot run srt's creation-time name rules")
 	if err != nil {
 		return nil, err
 	}
@@ -116,6 +117,18 @@ func sessionView(rt *Runtime, spec Spec, enforcesNameGlobs bool, why string) (*p
 	p, err := policy.CompileView(policy.ViewRules{Binds: binds, Protected: spec.ProtectedPaths, Writable: spec.RunnerStateDirs})
 	if err != nil {
 		return nil, fmt.Errorf("launch policy: %w", err)
+	}
+	if enforcesNameGlobs {
+		// Names, at any depth: rules of the creation-time checks only
+		// (no walk of the tree for existing matches; a write to one is
+		// refused when it is opened).
+		for _, g := range rt.nameGlobs {
+			pat := g
+			if !strings.Contains(g, "/") {
+				pat = "**/" + g
+			}
+			p.DenyWriteGlobs = append(p.DenyWriteGlobs, policy.Glob{Pattern: pat, Resolved: pat, Rule: "launch policy: " + g})
+		}
 	}
 	return p, nil
 }

@@ -4,7 +4,6 @@ package sandbox
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 
 	"github.com/srt-go/srt/sandbox/darwin"
@@ -18,9 +17,8 @@ type darwinHost struct {
 }
 
 func newHost(s *settings.Settings, lg *slog.Logger) (host, error) {
-	if s != nil && s.Filesystem.EnforceNamesAtCreation {
-		return nil, fmt.Errorf("filesystem.enforceNamesAtCreation is implemented on Linux only; refusing to run without it")
-	}
+	// filesystem.enforceNamesAtCreation needs nothing here: Seatbelt
+	// matches the profile's name rules when a name is created.
 	if err := darwin.Probe(); err != nil {
 		return nil, err
 	}

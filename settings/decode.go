@@ -317,7 +317,9 @@ func (c *checker) filesystem(n *node, path string, fsys *Filesystem) error {
 		case "disabled":
 			fsys.Disabled, err = c.boolean(m.val, p)
 		case "enforceNamesAtCreation":
-			fsys.EnforceNamesAtCreation, err = c.boolean(m.val, p)
+			var b bool
+			b, err = c.boolean(m.val, p)
+			fsys.EnforceNamesAtCreation = &b
 		default:
 			err = c.unknown(m, path, filesystemKeys)
 		}

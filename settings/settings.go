@@ -101,12 +101,25 @@ type Filesystem struct {
 	// Disabled turns the filesystem policy off entirely (no mandatory
 	// denies either).
 	Disabled bool `json:"disabled,omitempty"`
-	// EnforceNamesAtCreation (srt-go, Linux, opt-in) enforces every
-	// write-deny glob and mandatory name at any depth when a name comes
-	// into being (create, mkdir, mknod, rename, link, symlink): srt performs
-	// those calls for the command from outside the sandbox and refuses the
-	// matching ones (sandbox/linux/create_linux.go).
-	EnforceNamesAtCreation bool `json:"enforceNamesAtCreation,omitempty"`
+	// EnforceNamesAtCreation (srt-go) enforces every write-deny glob and
+	// mandatory name at any depth when a name comes into being (create,
+	// mkdir, mknod, rename, link, symlink, write opens, truncate). On
+	// Linux srt performs those calls for the command from outside the
+	// sandbox and refuses the matching ones (sandbox/linux/create_linux.go);
+	// macOS's Seatbelt profiles match names at creation by themselves.
+	// nil (absent) means on where the host can enforce it; false turns
+	// it off; true makes a host that cannot enforce it an error. Read it
+	// with NamesAtCreation.
+	EnforceNamesAtCreation *bool `json:"enforceNamesAtCreation,omitempty"`
+}
+
+// NamesAtCreation returns whether filesystem.enforceNamesAtCreation is on
+// (absent counts as on) and whether the settings say so explicitly.
+func (f Filesystem) NamesAtCreation() (on, explicit bool) {
+	if f.EnforceNamesAtCreation == nil {
+		return true, false
+	}
+	return *f.EnforceNamesAtCreation, true
 }
 
 // PathEntry is one path rule: in JSON either a string or

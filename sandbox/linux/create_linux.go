@@ -78,19 +78,72 @@ type nameRule struct {
 	segs    []string
 	hooks   bool // the mandatory **/.git/hooks/**
 	config  bool // the mandatory **/.git/config
+	// need are substrings every path the pattern matches contains ("/.git"
+	// and "/hooks" for **/.git/hooks/**, ".key" for **/*.key): a cheap
+	// first cut before doublestar.Match, which decides.
+	need []string
 }
 
-// creator performs the creation calls of a sandbox.
+// creator performs the creation calls of a sandbox. It is used by the
+// notification loop's thread only.
 type creator struct {
 	rules  []nameRule
 	tmpdir string
+	// root is the sandbox's root directory (O_PATH), opened from the first
+	// caller's /proc/PID/root and kept: every process of the sandbox has
+	// that root, since chroot, pivot_root, setns and mount are refused by
+	// the seccomp filter. -1 until then.
+	root int
+	// umasks caches callers' umasks by thread ID (umaskTTL); noUmaskCache
+	// holds the thread groups that called umask(2), whose threads are
+	// always read afresh (another thread may change the mask they share).
+	umasks       map[int]umaskEntry
+	noUmaskCache map[int]bool
+	// ctty is an O_PATH descriptor of the pty srt gave the command (the
+	// command's controlling terminal), for opens of /dev/tty; -1 without
+	// one.
+	ctty int
+	// dirs caches directories resolved in root, by the path asked for:
+	// only paths without symbolic links, ".", ".." or doubled slashes
+	// (the directory's real path is the path itself). Every name the
+	// sandbox creates is created here, so the cache is emptied whenever a
+	// path could come to lead elsewhere: after each rename, mkdir and
+	// symlink. A cached directory that is removed meanwhile stays
+	// removed: creating in it fails with ENOENT, as it would.
+	dirs map[string]cachedDir
 }
 
+type cachedDir struct {
+	fd   int
+	real string
+}
+
+// forgetDirs empties the directory cache.
+func (c *creator) forgetDirs() {
+	for _, d := range c.dirs {
+		unix.Close(d.fd)
+	}
+	clear(c.dirs)
+}
+
+type umaskEntry struct {
+	mask int
+	at   time.Time
+}
+
+// umaskTTL bounds how long a cached umask is trusted: a thread ID reused
+// by a new process after the old one exited gets its own mask read
+// afresh. The kernel would have to hand out a whole PID space in that
+// time for a stale mask to be used.
+const umaskTTL = time.Second
+
 func newCreator(pol *policy.Policy, tmpdir string) *creator {
-	c := &creator{tmpdir: tmpdir}
+	c := &creator{tmpdir: tmpdir, root: -1, ctty: -1, umasks: map[int]umaskEntry{}, noUmaskCache: map[int]bool{},
+		dirs: map[string]cachedDir{}}
 	add := func(p, rule string) {
-		c.rules = append(c.rules, nameRule{pattern: p, rule: rule, segs: strings.Split(strings.TrimPrefix(p, "/"), "/"),
-			hooks: p == "**/.git/hooks/**", config: p == "**/.git/config"})
+		segs := strings.Split(strings.TrimPrefix(p, "/"), "/")
+		c.rules = append(c.rules, nameRule{pattern: p, rule: rule, segs: segs,
+			hooks: p == "**/.git/hooks/**", config: p == "**/.git/config", need: literalParts(segs)})
 	}
 	for _, p := range pol.MandatoryPatterns {
 		add(p, "mandatory write-deny "+p)
@@ -109,6 +162,74 @@ func newCreator(pol *policy.Policy, tmpdir string) *creator {
 		add(escapeGlob(e.Resolved)+"/**", e.Rule)
 	}
 	return c
+}
+
+// literalParts returns substrings that every path matched by the pattern
+// segments segs contains: "/seg" for a segment without glob syntax, the
+// literal tail of a "*tail" segment. Anything else adds nothing.
+func literalParts(segs []string) []string {
+	var need []string
+	for _, seg := range segs {
+		switch {
+		case seg == "" || seg == "**":
+		case !strings.ContainsAny(seg, `*?[]{}\`):
+			need = append(need, "/"+seg)
+		case seg[0] == '*' && len(seg) > 1 && !strings.ContainsAny(seg[1:], `*?[]{}\`):
+			need = append(need, seg[1:])
+		}
+	}
+	return need
+}
+
+func (c *creator) close() {
+	c.forgetDirs()
+	if c.root >= 0 {
+		unix.Close(c.root)
+		c.root = -1
+	}
+	if c.ctty >= 0 {
+		unix.Close(c.ctty)
+		c.ctty = -1
+	}
+}
+
+// rootOf returns the sandbox's root, opening it from pid's the first time.
+func (c *creator) rootOf(pid int) (int, unix.Errno) {
+	if c.root < 0 {
+		fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return -1, unix.ENOENT
+		}
+		c.root = fd
+	}
+	return c.root, 0
+}
+
+// umaskOf returns the umask of thread pid.
+func (c *creator) umaskOf(pid int) int {
+	if e, ok := c.umasks[pid]; ok && time.Since(e.at) < umaskTTL {
+		return e.mask
+	}
+	mask, tgid := callerUmask(pid)
+	if c.noUmaskCache[tgid] {
+		return mask
+	}
+	if len(c.umasks) > 4096 {
+		clear(c.umasks)
+	}
+	c.umasks[pid] = umaskEntry{mask: mask, at: time.Now()}
+	return mask
+}
+
+// umaskCalled is told of a umask(2) call by thread pid, before it runs.
+func (c *creator) umaskCalled(pid int) {
+	clear(c.umasks)
+	if _, tgid := callerUmask(pid); tgid > 0 {
+		if len(c.noUmaskCache) > 4096 {
+			clear(c.noUmaskCache)
+		}
+		c.noUmaskCache[tgid] = true
+	}
 }
 
 func escapeGlob(s string) string {
@@ -138,6 +259,9 @@ func (c *creator) denied(p string, kind int) string {
 		return ""
 	}
 	for _, r := range c.rules {
+		if !containsAll(p, r.need) {
+			continue
+		}
 		if ok, _ := doublestar.Match(r.pattern, p); !ok {
 			continue
 		}
@@ -156,6 +280,15 @@ func (c *creator) denied(p string, kind int) string {
 		return r.rule
 	}
 	return ""
+}
+
+func containsAll(p string, need []string) bool {
+	for _, n := range need {
+		if !strings.Contains(p, n) {
+			return false
+		}
+	}
+	return true
 }
 
 // symlinkDenied: a symlink at p stands for a directory whose names appear
@@ -197,18 +330,55 @@ func prefixByLiteral(pat, s []string, lit bool) bool {
 	return prefixByLiteral(pat[1:], s[1:], true)
 }
 
-// callerUmask returns the Umask of /proc/PID/status (022 if unreadable).
-func callerUmask(pid int) int {
+// callerUmask returns the Umask and Tgid of /proc/PID/status (022 and 0
+// if unreadable).
+func callerUmask(pid int) (mask, tgid int) {
+	mask = 0o022
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err == nil {
-		if _, rest, ok := bytes.Cut(b, []byte("\nUmask:")); ok {
-			line, _, _ := bytes.Cut(rest, []byte("\n"))
-			if v, err := strconv.ParseUint(strings.TrimSpace(string(line)), 8, 32); err == nil {
-				return int(v)
-			}
+	if err != nil {
+		return mask, 0
+	}
+	if v, ok := statusField(b, "Umask:"); ok {
+		if m, err := strconv.ParseUint(v, 8, 32); err == nil {
+			mask = int(m)
 		}
 	}
-	return 0o022
+	if v, ok := statusField(b, "Tgid:"); ok {
+		tgid, _ = strconv.Atoi(v)
+	}
+	return mask, tgid
+}
+
+// statusField returns the value of a "Name:\tvalue" line of a
+// /proc/PID/status file, trimmed.
+func statusField(b []byte, name string) (string, bool) {
+	for line := range bytes.Lines(b) {
+		if rest, ok := bytes.CutPrefix(line, []byte(name)); ok {
+			return strings.TrimSpace(string(rest)), true
+		}
+	}
+	return "", false
+}
+
+// nsIDs returns thread pid's thread-group and thread IDs in the sandbox's
+// PID namespace (the last NStgid and NSpid of /proc/PID/status): what
+// /proc/self and /proc/thread-self name for it there.
+func nsIDs(pid int) (tgid, tid int, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, 0, false
+	}
+	last := func(name string) int {
+		v, _ := statusField(b, name)
+		f := strings.Fields(v)
+		if len(f) == 0 {
+			return 0
+		}
+		n, _ := strconv.Atoi(f[len(f)-1])
+		return n
+	}
+	tgid, tid = last("NStgid:"), last("NSpid:")
+	return tgid, tid, tgid > 0 && tid > 0
 }
 
 // prepareCreatorThread is run by the notification loop's goroutine: it
@@ -268,7 +438,7 @@ func errnoOf(err error) unix.Errno {
 
 // resolve finds the parent directory of p (relative to the caller's dirfd
 // or working directory) inside the sandbox's root.
-func resolve(pid, root int, dirfd int32, p string) (where, unix.Errno) {
+func (c *creator) resolve(pid, root int, dirfd int32, p string) (where, unix.Errno) {
 	w := where{dir: -1}
 	if p == "" {
 		return w, unix.ENOENT
@@ -291,12 +461,18 @@ func resolve(pid, root int, dirfd int32, p string) (where, unix.Errno) {
 		}
 		full = base + "/" + p
 	}
-	return resolveIn(root, full)
+	return c.resolveIn(pid, root, full)
 }
 
-// resolveIn resolves the parent of the absolute path full in root.
-func resolveIn(root int, full string) (where, unix.Errno) {
+// resolveIn resolves the parent of the absolute path full in root. The
+// kernel does it (openat2 RESOLVE_IN_ROOT); when that fails with ENOENT
+// or ELOOP and the path may go through /proc (srt's thread is not in the
+// sandbox's PID namespace, so procfs' "self" names nothing for it, and
+// RESOLVE_IN_ROOT follows no magic link such as /proc/self/cwd), the
+// path is resolved component by component instead (procDir).
+func (c *creator) resolveIn(pid, root int, full string) (where, unix.Errno) {
 	w := where{dir: -1}
+	full = c.procSelf(pid, full)
 	trimmed := strings.TrimRight(full, "/")
 	w.trailing = len(trimmed) != len(full)
 	if trimmed == "" {
@@ -307,10 +483,20 @@ func resolveIn(root int, full string) (where, unix.Errno) {
 	if name == "." || name == ".." {
 		return w, unix.EEXIST
 	}
-	fd, err := unix.Openat2(root, dir, &unix.OpenHow{
-		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
-	})
+	if d, ok := c.dirs[dir]; ok {
+		fd, err := unix.FcntlInt(uintptr(d.fd), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			return w, errnoOf(err)
+		}
+		w.dir, w.name, w.real = fd, name, path.Join(d.real, name)
+		return w, 0
+	}
+	fd, err := openInRoot(root, dir)
+	if err == unix.ENOENT || err == unix.ELOOP {
+		if real, ok := c.procDir(pid, root, dir); ok {
+			fd, err = openInRoot(root, real)
+		}
+	}
 	if err != nil {
 		return w, errnoOf(err)
 	}
@@ -319,44 +505,164 @@ func resolveIn(root int, full string) (where, unix.Errno) {
 		unix.Close(fd)
 		return w, unix.ENOENT
 	}
+	if (real == "/" && dir == "/" || dir == real+"/") && !strings.Contains(real, " (deleted)") && !policy.Within(real, "/proc") {
+		if len(c.dirs) >= 1024 {
+			c.forgetDirs()
+		}
+		if keep, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0); err == nil {
+			c.dirs[dir] = cachedDir{fd: keep, real: real}
+		}
+	}
 	w.dir, w.name, w.real = fd, name, path.Join(real, name)
 	return w, 0
 }
 
+// openInRoot opens directory dir (absolute) of the sandbox as O_PATH;
+// symbolic links and ".." stay inside root, magic links are refused.
+func openInRoot(root int, dir string) (int, error) {
+	for {
+		fd, err := unix.Openat2(root, dir, &unix.OpenHow{
+			Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
+		})
+		if err == unix.EAGAIN || err == unix.EINTR {
+			continue // a rename elsewhere in the mount: retry (openat2(2))
+		}
+		return fd, err
+	}
+}
+
+// procSelf rewrites a leading /proc/self or /proc/thread-self into the
+// caller's own directory of the sandbox's procfs.
+func (c *creator) procSelf(pid int, p string) string {
+	var rest string
+	var thread bool
+	switch {
+	case p == "/proc/self" || strings.HasPrefix(p, "/proc/self/"):
+		rest = p[len("/proc/self"):]
+	case p == "/proc/thread-self" || strings.HasPrefix(p, "/proc/thread-self/"):
+		rest, thread = p[len("/proc/thread-self"):], true
+	default:
+		return p
+	}
+	tgid, tid, ok := nsIDs(pid)
+	if !ok {
+		return p
+	}
+	if thread {
+		return "/proc/" + strconv.Itoa(tgid) + "/task/" + strconv.Itoa(tid) + rest
+	}
+	return "/proc/" + strconv.Itoa(tgid) + rest
+}
+
+// procDir resolves directory path dir of the sandbox component by
+// component, following symbolic links by reading them and rewriting
+// /proc/self (procSelf) wherever a link leads there (/dev/fd is a link
+// to /proc/self/fd). A magic link met on the way (/proc/N/cwd/…) is
+// followed by the path it shows. It returns a path without links, which
+// openInRoot opens; false when there is nothing to rewrite or the walk
+// fails. The result need not be what the kernel would reach: whatever it
+// names, the rules are checked on the real path of the directory the
+// call is then made in.
+func (c *creator) procDir(pid, root int, dir string) (string, bool) {
+	if !strings.Contains(dir, "/proc") && !strings.HasPrefix(dir, "/dev/") {
+		return "", false
+	}
+	parts := strings.Split(dir, "/")
+	cur := "/"
+	buf := make([]byte, 4096)
+	for links := 0; len(parts) > 0; {
+		part := parts[0]
+		parts = parts[1:]
+		switch part {
+		case "", ".":
+			continue
+		case "..":
+			cur = path.Dir(cur)
+			continue
+		}
+		next := c.procSelf(pid, path.Join(cur, part))
+		fd, err := unix.Openat2(root, next, &unix.OpenHow{
+			Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
+		})
+		if err != nil {
+			return "", false
+		}
+		var st unix.Stat_t
+		err = unix.Fstat(fd, &st)
+		if err != nil || st.Mode&unix.S_IFMT != unix.S_IFLNK {
+			unix.Close(fd)
+			if err != nil {
+				return "", false
+			}
+			cur = next
+			continue
+		}
+		n, err := unix.Readlinkat(fd, "", buf)
+		unix.Close(fd)
+		if links++; err != nil || links > 40 {
+			return "", false
+		}
+		target := string(buf[:n])
+		if !strings.HasPrefix(target, "/") {
+			target = path.Join(path.Dir(next), target)
+		}
+		parts = append(strings.Split(target, "/"), parts...)
+		cur = "/"
+	}
+	return cur, true
+}
+
 // followFinal follows w's final component while it is a symbolic link
 // (open without O_NOFOLLOW, link with AT_SYMLINK_FOLLOW), resolving each
-// target in the sandbox's root.
-func followFinal(root int, w where) (where, unix.Errno) {
+// target in the sandbox's root. A magic link of the sandbox's procfs
+// (/proc/N/fd/M, reached from /dev/stdout or /dev/fd/M) is followed by
+// the kernel to its object, returned as obj (O_PATH; -1 otherwise): the
+// object exists, and w is closed.
+func (c *creator) followFinal(pid, root int, w where) (_ where, obj int, _ unix.Errno) {
+	buf := make([]byte, 4096)
 	for range 40 {
 		var st unix.Stat_t
 		if err := unix.Fstatat(w.dir, w.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Mode&unix.S_IFMT != unix.S_IFLNK {
-			return w, 0
+			return w, -1, 0
 		}
-		buf := make([]byte, 4096)
+		if strings.HasPrefix(w.real, "/proc/") {
+			var sfs unix.Statfs_t
+			if unix.Fstatfs(w.dir, &sfs) == nil && sfs.Type == unix.PROC_SUPER_MAGIC {
+				// A procfs link: a magic link jumps to its object
+				// without a path walk; procfs' other links are
+				// relative and stay in procfs. Only the caller's
+				// own (procOwn).
+				if !procOwn(pid, w.real) {
+					w.close()
+					return where{dir: -1}, -1, unix.EACCES
+				}
+				o, err := unix.Openat(w.dir, w.name, unix.O_PATH|unix.O_CLOEXEC, 0)
+				w.close()
+				if err != nil {
+					return where{dir: -1}, -1, errnoOf(err)
+				}
+				return where{dir: -1}, o, 0
+			}
+		}
 		n, err := unix.Readlinkat(w.dir, w.name, buf)
 		if err != nil {
 			w.close()
-			return where{dir: -1}, errnoOf(err)
+			return where{dir: -1}, -1, errnoOf(err)
 		}
 		target := string(buf[:n])
 		if !strings.HasPrefix(target, "/") {
 			target = path.Dir(w.real) + "/" + target
 		}
 		w.close()
-		if w, err = resolveInErr(root, target); err != nil {
-			return w, errnoOf(err)
+		var e unix.Errno
+		if w, e = c.resolveIn(pid, root, target); e != 0 {
+			return w, -1, e
 		}
 	}
 	w.close()
-	return where{dir: -1}, unix.ELOOP
-}
-
-func resolveInErr(root int, full string) (where, error) {
-	w, e := resolveIn(root, full)
-	if e != 0 {
-		return w, e
-	}
-	return w, nil
+	return where{dir: -1}, -1, unix.ELOOP
 }
 
 // emulate handles a creation call; false means it is not one (the caller
@@ -369,6 +675,12 @@ func (n *notifier) emulate(fd int, nt seccomp.Notification, c seccomp.Call) bool
 	var dirfd, dirfd2 int32 = unix.AT_FDCWD, unix.AT_FDCWD
 	var p1, p2 uint64
 	switch c.Name {
+	case "umask":
+		// The mask is an argument, not memory: letting the call run is
+		// race-free. Forget what is cached before it takes effect.
+		n.cr.umaskCalled(pid)
+		seccomp.Respond(fd, nt.ID, 0)
+		return true
 	case "open":
 		op, p1, flags, mode = "open", a[0], uint64(uint32(a[1])), a[2]
 	case "openat":
@@ -411,6 +723,8 @@ func (n *notifier) emulate(fd int, nt seccomp.Notification, c seccomp.Call) bool
 		op, dirfd2, p2, dirfd, p1 = "rename", int32(a[0]), a[1], int32(a[2]), a[3]
 	case "renameat2":
 		op, dirfd2, p2, dirfd, p1, flags = "rename", int32(a[0]), a[1], int32(a[2]), a[3], uint64(uint32(a[4]))
+	case "truncate":
+		op, p1, mode = "truncate", a[0], a[1] // mode holds the length
 	default:
 		return false
 	}
@@ -421,41 +735,120 @@ func (n *notifier) emulate(fd int, nt seccomp.Notification, c seccomp.Call) bool
 	if rule != "" {
 		errno = unix.EACCES
 	}
-	if val == -2 {
-		return true // answered with ADDFD
+	if val == answered {
+		return true
 	}
 	nsPID, exe := 0, ""
+	action := violation.FileWriteCreate
 	if rule != "" {
 		nsPID, exe = procInfo(pid) // while the caller waits
+		if (op == "open" || op == "truncate") && n.cr.isFile(target) {
+			action = violation.FileWriteData
+		}
+	}
+	// A call the mounts refused (a read-only path, a mount point) is
+	// recorded as the observer records the calls it lets run.
+	var ev fsEvent
+	observed := rule == "" && n.observe && (errno == unix.EROFS || errno == unix.EACCES || errno == unix.EPERM || errno == unix.EBUSY || errno == unix.EXDEV)
+	if observed {
+		ev = n.observedCall(nt, c)
 	}
 	if errno != 0 {
 		seccomp.Respond(fd, nt.ID, errno)
 	} else {
 		seccomp.RespondValue(fd, nt.ID, val)
 	}
+	if observed {
+		n.classify(ev)
+	}
 	if rule != "" {
 		if nsPID != 1 {
-			n.on(violation.Violation{Time: time.Now(), Action: violation.FileWriteCreate, Target: target,
+			n.on(violation.Violation{Time: time.Now(), Action: action, Target: target,
 				Reason: rule, PID: nsPID, Exe: exe})
 		}
 	}
 	return true
 }
 
+// isFile reports whether the sandbox has a file (not a directory) at real
+// path p; for the record only.
+func (c *creator) isFile(p string) bool {
+	if c.root < 0 {
+		return false
+	}
+	fd, err := unix.Openat2(c.root, p, &unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS})
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	return unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR
+}
+
+// readOnlyMount reports whether obj (any descriptor) lies on a read-only
+// mount: a protected path srt bound read-only, whose writes the kernel
+// refuses with EROFS before any name rule applies.
+func readOnlyMount(obj int) bool {
+	var sfs unix.Statfs_t
+	return unix.Fstatfs(obj, &sfs) == nil && sfs.Flags&unix.ST_RDONLY != 0
+}
+
+// readOnlyAt is readOnlyMount for name in dir.
+func readOnlyAt(dir int, name string) bool {
+	fd, err := unix.Openat(dir, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	return readOnlyMount(fd)
+}
+
+// mountPoint reports whether name in dir is a mount point of the sandbox
+// (a path srt bound: a protected one or a pinned parent). The kernel
+// refuses to rename one with EBUSY only when it is a mount point in the
+// caller's mount namespace (is_local_mountpoint), and srt's thread is in
+// another one, so srt checks itself: the name's mount is not its
+// directory's (lookups from a descriptor of the sandbox's tree cross the
+// sandbox's mounts).
+func mountPoint(dir int, name string) bool {
+	var d, e unix.Statx_t
+	if unix.Statx(dir, "", unix.AT_EMPTY_PATH, unix.STATX_MNT_ID, &d) != nil ||
+		unix.Statx(dir, name, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_MNT_ID, &e) != nil {
+		return false
+	}
+	return d.Mnt_id != e.Mnt_id
+}
+
+// procOwn reports whether real path p, inside the sandbox's procfs, is
+// the caller's own directory there (/proc/TGID/…). srt's thread owns the
+// sandbox's user namespace, which gives it every capability there: the
+// kernel would let it open another process's /proc/N/mem or fd/M for
+// writing, where the caller itself could not. So srt works only on the
+// caller's own procfs files.
+func procOwn(pid int, p string) bool {
+	tgid, _, ok := nsIDs(pid)
+	return ok && policy.Within(p, "/proc/"+strconv.Itoa(tgid))
+}
+
 // writeOpenFlags make an open one srt performs.
 const writeOpenFlags = unix.O_WRONLY | unix.O_RDWR | unix.O_CREAT | unix.O_TRUNC
 
-// perform does the call. val -2 means the answer was sent (ADDFD). A
+// answered is perform's value when the notification has been answered
+// already (ADDFD with SEND, or by a goroutine that waits on a FIFO).
+const answered = -2
+
+// perform does the call. val answered means the answer was sent. A
 // non-empty rule is a refusal (target names the path).
 func (n *notifier) perform(fd int, nt seccomp.Notification, op string, dirfd, dirfd2 int32, p1, p2, flags, mode uint64) (val int64, errno unix.Errno, rule, target string) {
 	pid := int(nt.PID)
+	cr := n.cr
 	name, e := pathArg(pid, p1)
 	if e != 0 {
 		return 0, e, "", ""
 	}
 	var name2 string
 	if op == "link" || op == "symlink" || op == "rename" {
-		if name2, e = pathArg(pid, p2); e != 0 {
+		if name2, e = pathArg(pid, p2); e != 0 && !(op == "link" && flags&unix.AT_EMPTY_PATH != 0 && e == unix.EFAULT && p2 == 0) {
 			return 0, e, "", ""
 		}
 	}
@@ -463,80 +856,89 @@ func (n *notifier) perform(fd int, nt seccomp.Notification, op string, dirfd, di
 	if !seccomp.IDValid(fd, nt.ID) {
 		return 0, unix.ENOENT, "", ""
 	}
-	root, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return 0, unix.ENOENT, "", ""
+	root, e := cr.rootOf(pid)
+	if e != 0 {
+		return 0, e, "", ""
 	}
-	defer unix.Close(root)
-	w, e := resolve(pid, root, dirfd, name)
+	w, e := cr.resolve(pid, root, dirfd, name)
 	if e != 0 {
 		return 0, e, "", ""
 	}
 	defer func() { w.close() }()
-	um := 0
-	if op == "open" || op == "mkdir" || op == "mknod" {
-		um = callerUmask(pid)
-	}
+	defer func() {
+		// A name refused in a read-only directory (a denied one, or
+		// one outside the write roots): the kernel would have said
+		// EROFS before any name rule, and so does srt.
+		if rule != "" && w.dir >= 0 && readOnlyMount(w.dir) {
+			errno, rule, target = unix.EROFS, "", ""
+		}
+	}()
 	switch op {
-	case "open":
-		tmpfile := flags&unix.O_TMPFILE == unix.O_TMPFILE
-		f := int(flags)
-		if flags&unix.O_NOFOLLOW == 0 && !(flags&unix.O_CREAT != 0 && flags&unix.O_EXCL != 0) {
-			if w, e = followFinal(root, w); e != 0 {
+	case "open", "truncate":
+		obj := -1
+		if op == "truncate" || flags&unix.O_NOFOLLOW == 0 && !(flags&unix.O_CREAT != 0 && flags&unix.O_EXCL != 0) {
+			if w, obj, e = cr.followFinal(pid, root, w); e != 0 {
 				return 0, e, "", ""
 			}
 		}
-		if !tmpfile {
+		if obj < 0 && policy.Within(w.real, "/proc") && !procOwn(pid, w.real) {
+			return 0, unix.EACCES, "", "" // see procOwn
+		}
+		if obj < 0 {
 			var st unix.Stat_t
-			kind := kFile
-			if unix.Fstatat(w.dir, w.name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
-				kind = kExisted
-				if st.Mode&unix.S_IFMT == unix.S_IFDIR && flags&(unix.O_WRONLY|unix.O_RDWR|unix.O_TRUNC) == 0 {
-					kind = -1 // O_CREAT on a directory: EISDIR below, nothing written
+			if unix.Fstatat(w.dir, w.name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT != unix.S_IFLNK &&
+				(op == "truncate" || flags&unix.O_TMPFILE != unix.O_TMPFILE && !(flags&unix.O_CREAT != 0 && flags&unix.O_EXCL != 0)) {
+				if op == "open" && st.Mode&unix.S_IFMT == unix.S_IFREG {
+					// The common case, a file: no name can change
+					// meanwhile (every creation is made on this
+					// thread), so open it where it was checked.
+					return n.openExisting(fd, nt, w, flags)
 				}
-			}
-			if kind == kExisted && st.Mode&unix.S_IFMT == unix.S_IFREG && strings.HasSuffix(w.name, ".sample") {
-				kind = kOther // a hook sample is created, never rewritten
-			}
-			if kind >= 0 {
-				if r := n.cr.denied(w.real, kind); r != "" {
-					return 0, 0, r, w.real
+				// Another existing object: work on it (O_PATH), as
+				// the kernel would after its lookup.
+				o, err := unix.Openat(w.dir, w.name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+				if err != nil {
+					return 0, errnoOf(err), "", ""
 				}
+				obj = o
 			}
 		}
-		unix.Umask(um)
-		nfd, err := unix.Openat(w.dir, w.name, f|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(mode&0o7777))
-		if err != nil {
-			return 0, errnoOf(err), "", ""
+		if obj >= 0 {
+			defer unix.Close(obj)
+			if op == "truncate" {
+				return cr.truncate(obj, int64(mode))
+			}
+			return n.reopen(fd, nt, obj, flags)
 		}
-		defer unix.Close(nfd)
-		if _, err := seccomp.AddFDSend(fd, nt.ID, nfd, flags&unix.O_CLOEXEC != 0); err != nil {
-			return 0, errnoOf(err), "", ""
+		if op == "truncate" {
+			return 0, unix.ENOENT, "", ""
 		}
-		return -2, 0, "", ""
+		return n.create(fd, nt, w, flags, mode)
 	case "mkdir":
-		if r := n.cr.denied(w.real, kDir); r != "" {
+		if r := cr.denied(w.real, kDir); r != "" {
 			return 0, 0, r, w.real
 		}
-		unix.Umask(um)
+		unix.Umask(cr.umaskOf(pid))
+		cr.forgetDirs()
 		return 0, errnoOf0(unix.Mkdirat(w.dir, w.name, uint32(mode&0o7777))), "", ""
 	case "mknod":
 		kind := kOther
 		if t := mode & unix.S_IFMT; t == 0 || t == unix.S_IFREG {
 			kind = kFile
 		}
-		if r := n.cr.denied(w.real, kind); r != "" {
+		if r := cr.denied(w.real, kind); r != "" {
 			return 0, 0, r, w.real
 		}
-		unix.Umask(um)
+		unix.Umask(cr.umaskOf(pid))
 		return 0, errnoOf0(unix.Mknodat(w.dir, w.name, uint32(mode), int(flags))), "", ""
 	case "symlink":
-		if r := n.cr.symlinkDenied(w.real); r != "" {
+		if r := cr.symlinkDenied(w.real); r != "" {
 			return 0, 0, r, w.real
 		}
+		cr.forgetDirs()
 		return 0, errnoOf0(unix.Symlinkat(name2, w.dir, w.name)), "", ""
 	case "link":
-		if r := n.cr.denied(w.real, kOther); r != "" {
+		if r := cr.denied(w.real, kOther); r != "" {
 			return 0, 0, r, w.real
 		}
 		if flags&unix.AT_EMPTY_PATH != 0 && name2 == "" {
@@ -544,28 +946,295 @@ func (n *notifier) perform(fd int, nt seccomp.Notification, op string, dirfd, di
 				return 0, unix.EBADF, "", ""
 			}
 			src := "/proc/" + strconv.Itoa(pid) + "/fd/" + strconv.Itoa(int(dirfd2))
-			return 0, errnoOf0(unix.Linkat(unix.AT_FDCWD, src, w.dir, w.name, unix.AT_SYMLINK_FOLLOW)), "", ""
+			o, err := unix.Open(src, unix.O_PATH|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return 0, unix.EBADF, "", ""
+			}
+			defer unix.Close(o)
+			// A new name for a protected file would be a way to write it.
+			if real, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(o)); err == nil {
+				if r := cr.denied(real, kExisted); r != "" {
+					return 0, 0, r, real
+				}
+			}
+			return 0, errnoOf0(unix.Linkat(o, "", w.dir, w.name, unix.AT_EMPTY_PATH)), "", ""
 		}
-		o, e := resolve(pid, root, dirfd2, name2)
+		o, e := cr.resolve(pid, root, dirfd2, name2)
 		if e != 0 {
 			return 0, e, "", ""
 		}
 		if flags&unix.AT_SYMLINK_FOLLOW != 0 {
-			if o, e = followFinal(root, o); e != 0 {
+			var obj int
+			if o, obj, e = cr.followFinal(pid, root, o); e != 0 {
 				return 0, e, "", ""
+			}
+			if obj >= 0 {
+				unix.Close(obj)
+				return 0, unix.EXDEV, "", "" // a procfs object: never on the same mount
 			}
 		}
 		defer o.close()
+		if r := cr.denied(o.real, kExisted); r != "" {
+			if readOnlyAt(o.dir, o.name) {
+				return 0, unix.EXDEV, "", "" // a bind mount of its own
+			}
+			return 0, 0, r, o.real
+		}
 		return 0, errnoOf0(unix.Linkat(o.dir, o.name, w.dir, w.name, 0)), "", ""
 	case "rename":
-		o, e := resolve(pid, root, dirfd2, name2)
+		o, e := cr.resolve(pid, root, dirfd2, name2)
 		if e != 0 {
 			return 0, e, "", ""
 		}
 		defer o.close()
-		return n.rename(o, w, flags, um)
+		cr.forgetDirs()
+		return n.rename(o, w, flags, pid)
 	}
 	return 0, unix.ENOSYS, "", ""
+}
+
+// create performs an open of a name that does not exist (or an O_EXCL or
+// O_TMPFILE open, which the kernel fails or makes anonymous) and hands
+// the descriptor to the caller.
+func (n *notifier) create(fd int, nt seccomp.Notification, w where, flags, mode uint64) (int64, unix.Errno, string, string) {
+	if flags&unix.O_TMPFILE != unix.O_TMPFILE {
+		if r := n.cr.denied(w.real, kFile); r != "" {
+			return 0, 0, r, w.real
+		}
+	}
+	unix.Umask(n.cr.umaskOf(int(nt.PID)))
+	nfd, err := unix.Openat(w.dir, w.name, int(flags)|unix.O_NOFOLLOW|unix.O_NOCTTY|unix.O_CLOEXEC, uint32(mode&0o7777))
+	if err != nil {
+		return 0, errnoOf(err), "", ""
+	}
+	defer unix.Close(nfd)
+	if _, err := seccomp.AddFDSend(fd, nt.ID, nfd, flags&unix.O_CLOEXEC != 0); err != nil {
+		return 0, errnoOf(err), "", ""
+	}
+	return answered, 0, "", ""
+}
+
+// openExisting performs a write open of the existing regular file w.
+func (n *notifier) openExisting(fd int, nt seccomp.Notification, w where, flags uint64) (int64, unix.Errno, string, string) {
+	kind := kExisted
+	if strings.HasSuffix(w.name, ".sample") {
+		kind = kOther // a hook sample is created, never rewritten
+	}
+	if r := n.cr.denied(w.real, kind); r != "" {
+		if readOnlyAt(w.dir, w.name) {
+			return 0, unix.EROFS, "", "" // as the kernel says first
+		}
+		return 0, 0, r, w.real
+	}
+	nfd, err := unix.Openat(w.dir, w.name, int(flags)|unix.O_NOFOLLOW|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, errnoOf(err), "", ""
+	}
+	defer unix.Close(nfd)
+	if _, err := seccomp.AddFDSend(fd, nt.ID, nfd, flags&unix.O_CLOEXEC != 0); err != nil {
+		return 0, errnoOf(err), "", ""
+	}
+	return answered, 0, "", ""
+}
+
+// reopen performs a write open of an existing object obj (O_PATH): the
+// rules are checked on its real path, then it is opened again through
+// /proc/self/fd with the caller's flags. /dev/tty is the caller's
+// controlling terminal, not srt's; a FIFO with no reader yet is opened
+// off the loop (openFIFO), since the open waits for one.
+func (n *notifier) reopen(fd int, nt seccomp.Notification, obj int, flags uint64) (int64, unix.Errno, string, string) {
+	var st unix.Stat_t
+	if err := unix.Fstat(obj, &st); err != nil {
+		return 0, errnoOf(err), "", ""
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		real, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(obj))
+		if err != nil {
+			return 0, unix.ENOENT, "", ""
+		}
+		kind := kExisted
+		if strings.HasSuffix(real, ".sample") {
+			kind = kOther // a hook sample is created, never rewritten
+		}
+		if r := n.cr.denied(real, kind); r != "" {
+			if readOnlyMount(obj) {
+				return 0, unix.EROFS, "", ""
+			}
+			return 0, 0, r, real
+		}
+	case unix.S_IFDIR:
+		if flags&unix.O_CREAT != 0 && flags&(unix.O_WRONLY|unix.O_RDWR|unix.O_TRUNC) == 0 {
+			return 0, unix.EISDIR, "", ""
+		}
+	case unix.S_IFCHR:
+		if st.Rdev == unix.Mkdev(5, 0) { // /dev/tty
+			t, e := n.cr.callerTTY(int(nt.PID))
+			if e != 0 {
+				return 0, e, "", ""
+			}
+			defer unix.Close(t)
+			obj = t
+		}
+	case unix.S_IFIFO:
+		if flags&unix.O_ACCMODE == unix.O_WRONLY && flags&unix.O_NONBLOCK == 0 {
+			return n.openFIFO(fd, nt, obj, flags)
+		}
+	}
+	f := int(flags) &^ (unix.O_CREAT | unix.O_EXCL | unix.O_NOFOLLOW)
+	nfd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(obj), f|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, errnoOf(err), "", ""
+	}
+	defer unix.Close(nfd)
+	if _, err := seccomp.AddFDSend(fd, nt.ID, nfd, flags&unix.O_CLOEXEC != 0); err != nil {
+		return 0, errnoOf(err), "", ""
+	}
+	return answered, 0, "", ""
+}
+
+// truncate performs truncate(2) on obj, a checked existing name.
+func (c *creator) truncate(obj int, length int64) (int64, unix.Errno, string, string) {
+	var st unix.Stat_t
+	if err := unix.Fstat(obj, &st); err != nil {
+		return 0, errnoOf(err), "", ""
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+	case unix.S_IFDIR:
+		return 0, unix.EISDIR, "", ""
+	default:
+		return 0, unix.EINVAL, "", ""
+	}
+	real, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(obj))
+	if err != nil {
+		return 0, unix.ENOENT, "", ""
+	}
+	if r := c.denied(real, kExisted); r != "" {
+		if readOnlyMount(obj) {
+			return 0, unix.EROFS, "", ""
+		}
+		return 0, 0, r, real
+	}
+	wfd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(obj), unix.O_WRONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, errnoOf(err), "", ""
+	}
+	defer unix.Close(wfd)
+	return 0, errnoOf0(unix.Ftruncate(wfd, length)), "", ""
+}
+
+// callerTTY opens the controlling terminal of thread pid (tty_nr of
+// /proc/PID/stat): the pty srt gave the command, or one the command made
+// in the sandbox's /dev/pts. ENXIO when it has none, as open(/dev/tty)
+// gives.
+func (c *creator) callerTTY(pid int) (int, unix.Errno) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return -1, unix.ENXIO
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return -1, unix.ENXIO
+	}
+	f := strings.Fields(string(b[i+1:])) // state ppid pgrp session tty_nr …
+	if len(f) < 5 {
+		return -1, unix.ENXIO
+	}
+	nr, _ := strconv.ParseUint(f[4], 10, 64)
+	if nr == 0 {
+		return -1, unix.ENXIO
+	}
+	dev := unix.Mkdev(unix.Major(nr), unix.Minor(nr))
+	var st unix.Stat_t
+	if c.ctty >= 0 && unix.Fstat(c.ctty, &st) == nil && st.Rdev == dev {
+		t, err := unix.FcntlInt(uintptr(c.ctty), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			return -1, errnoOf(err)
+		}
+		return t, 0
+	}
+	if maj := unix.Major(dev); maj >= 136 && maj < 144 && c.root >= 0 {
+		n := (maj-136)<<8 | unix.Minor(dev)
+		t, err := unix.Openat2(c.root, "/dev/pts/"+strconv.Itoa(int(n)), &unix.OpenHow{
+			Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_SYMLINKS,
+		})
+		if err == nil {
+			if unix.Fstat(t, &st) == nil && st.Rdev == dev {
+				return t, 0
+			}
+			unix.Close(t)
+		}
+	}
+	return -1, unix.ENXIO
+}
+
+// openFIFO opens FIFO obj for writing on a thread of its own, since the
+// open waits for a reader, and answers the notification from there. While
+// it waits, a watcher checks every 50 ms that the caller still waits and
+// that the sandbox is running; if not, it opens the FIFO for reading
+// itself, which ends the wait, and the descriptor is dropped.
+func (n *notifier) openFIFO(fd int, nt seccomp.Notification, obj int, flags uint64) (int64, unix.Errno, string, string) {
+	dup, err := unix.FcntlInt(uintptr(obj), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return 0, errnoOf(err), "", ""
+	}
+	n.pending.Add(1)
+	go func() {
+		defer n.pending.Done()
+		defer unix.Close(dup)
+		if err := prepareCreatorThread(); err != nil {
+			seccomp.Respond(fd, nt.ID, unix.EACCES)
+			return
+		}
+		p := "/proc/self/fd/" + strconv.Itoa(dup)
+		done, released := make(chan struct{}), make(chan bool, 1)
+		go func() {
+			t := time.NewTicker(50 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-done:
+					released <- false
+					return
+				case <-n.stopping:
+				case <-t.C:
+					if seccomp.IDValid(fd, nt.ID) {
+						continue
+					}
+				}
+				r, err := unix.Open(p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+				if err != nil {
+					time.Sleep(50 * time.Millisecond) // try again
+					continue
+				}
+				<-done
+				unix.Close(r)
+				released <- true
+				return
+			}
+		}()
+		f := int(flags) &^ (unix.O_CREAT | unix.O_EXCL | unix.O_NOFOLLOW)
+		nfd, err := unix.Open(p, f|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+		close(done)
+		if <-released {
+			if err == nil {
+				unix.Close(nfd)
+			}
+			seccomp.Respond(fd, nt.ID, unix.EINTR) // the caller is gone, or the sandbox is ending
+			return
+		}
+		if err != nil {
+			seccomp.Respond(fd, nt.ID, errnoOf(err))
+			return
+		}
+		defer unix.Close(nfd)
+		if _, err := seccomp.AddFDSend(fd, nt.ID, nfd, flags&unix.O_CLOEXEC != 0); err != nil {
+			seccomp.Respond(fd, nt.ID, errnoOf(err))
+		}
+	}()
+	return answered, 0, "", ""
 }
 
 func errnoOf0(err error) unix.Errno {
@@ -577,12 +1246,15 @@ func errnoOf0(err error) unix.Errno {
 
 // rename checks both ends (and, for a directory, what it brings along)
 // and renames.
-func (n *notifier) rename(o, w where, flags uint64, um int) (int64, unix.Errno, string, string) {
+func (n *notifier) rename(o, w where, flags uint64, pid int) (int64, unix.Errno, string, string) {
 	var ost, wst unix.Stat_t
 	if err := unix.Fstatat(o.dir, o.name, &ost, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return 0, errnoOf(err), "", ""
 	}
 	wErr := unix.Fstatat(w.dir, w.name, &wst, unix.AT_SYMLINK_NOFOLLOW)
+	if mountPoint(o.dir, o.name) || wErr == nil && mountPoint(w.dir, w.name) {
+		return 0, unix.EBUSY, "", "" // see mountPoint
+	}
 	exchange := flags&unix.RENAME_EXCHANGE != 0
 	if r := n.cr.denied(o.real, kOther); r != "" {
 		return 0, 0, r, o.real
@@ -617,7 +1289,7 @@ func (n *notifier) rename(o, w where, flags uint64, um int) (int64, unix.Errno, 
 		}
 	}
 	if kind == kConfig {
-		if e := n.cr.gitConfigRename(o, w, um); e != 0 {
+		if e := n.cr.gitConfigRename(o, w, n.cr.umaskOf(pid)); e != 0 {
 			if e == unix.EACCES {
 				return 0, 0, "a new .git/config may hold only harmless keys (core.hooksPath, core.fsmonitor, include… refused)", w.real
 			}

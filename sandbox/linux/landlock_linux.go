@@ -332,8 +332,12 @@ type landlockProcess struct {
 // StartLandlock runs cfg.Argv in the weaker sandbox. It prints the missing
 // guarantees to warn (srt's stderr) before the command starts.
 func StartLandlock(ctx context.Context, cfg Config, warn io.Writer) (*landlockProcess, error) {
-	if cfg.Policy != nil && createEnforced(cfg.Policy) {
-		return nil, setupErr("filesystem.enforceNamesAtCreation needs the bubblewrap sandbox (user namespaces and seccomp user notification); the weaker Landlock sandbox cannot enforce it, refusing to run")
+	if cfg.Policy != nil {
+		if _, notice, err := CreationRules(cfg.Policy, true); err != nil {
+			return nil, &SetupError{err}
+		} else if notice != "" {
+			fmt.Fprintf(warn, "srt: %s\n", notice)
+		}
 	}
 	abi, err := landlockABI()
 	if err != nil || abi < 1 {
@@ -424,7 +428,7 @@ func StartLandlock(ctx context.Context, cfg Config, warn io.Writer) (*landlockPr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: unix.SIGKILL}
 	// srt reaps and ends what the command leaves behind.
 	unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-	if err := cmd.Start(); err != nil {
+	if err := startCmd(cmd); err != nil {
 		specR.Close()
 		return nil, setupErr("starting the command: %w", err)
 	}

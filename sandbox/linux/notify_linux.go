@@ -77,7 +77,7 @@ func installFilter(spec *initSpec) error {
 	if err != nil {
 		// No listener on this kernel: the deny-only filter, same rules.
 		plain := spec.Seccomp
-		plain.Notify, plain.ObserveWrites, plain.ObserveReads = false, false, false
+		plain.Notify, plain.ObserveWrites, plain.ObserveReads, plain.EmulateCreates = false, false, false, false
 		if prog, err = seccomp.Build(plain); err == nil {
 			err = seccomp.Install(prog)
 		}
@@ -123,6 +123,11 @@ type notifier struct {
 	cr *creator
 	// observe records the refusals of observed calls (ObserveFilesystem).
 	observe bool
+	// pending counts the answers given from other goroutines (openFIFO);
+	// stopping is closed when the loop ends, and the listener is closed
+	// only after pending is done.
+	pending  sync.WaitGroup
+	stopping chan struct{}
 }
 
 type seen struct {
@@ -161,7 +166,8 @@ func newNotifier(opts seccomp.Options, pol *policy.Policy, tmpdir string, on fun
 		conn: os.NewFile(uintptr(fds[0]), "seccomp-notify"), table: table, pol: pol, tmpdir: tmpdir,
 		on: on, log: lg, stopR: r, stopW: w, fsq: make(chan fsEvent, 4096),
 		loopDone: make(chan struct{}), fsDone: make(chan struct{}), dirCache: map[string]string{},
-		seen: map[seen]struct{}{},
+		stopping: make(chan struct{}),
+		seen:     map[seen]struct{}{},
 	}
 	return n, os.NewFile(uintptr(fds[1]), "seccomp-notify"), nil
 }
@@ -189,7 +195,10 @@ func (n *notifier) serve() {
 			return
 		}
 		defer unix.Close(fd)
+		defer n.pending.Wait()
+		defer close(n.stopping)
 		if n.cr != nil {
+			defer n.cr.close()
 			if err := prepareCreatorThread(); err != nil {
 				// Without its own umask and credentials the thread
 				// cannot create for the command: fail every call
@@ -299,6 +308,15 @@ func (n *notifier) handle(fd int, nt seccomp.Notification) {
 		seccomp.Respond(fd, nt.ID, 0) // unlink, chmod…: no name comes into being
 		return
 	}
+	ev := n.observedCall(nt, c)
+	seccomp.Respond(fd, nt.ID, 0) // CONTINUE: the mounts decide
+	n.classify(ev)
+}
+
+// observedCall copies what the classifier needs out of the caller of an
+// observed filesystem call, while it waits.
+func (n *notifier) observedCall(nt seccomp.Notification, c seccomp.Call) fsEvent {
+	hostPID := int(nt.PID)
 	ev := fsEvent{call: c.FS, name: c.Name, observedTime: time.Now()}
 	a := nt.Data.Args
 	ev.path = n.callPath(hostPID, a, c.FS.Dirfd, c.FS.Path)
@@ -321,7 +339,12 @@ func (n *notifier) handle(fd int, nt seccomp.Notification) {
 	if ev.path != "" && n.maybeRefused(ev) {
 		ev.pid, ev.exe = procInfo(hostPID)
 	}
-	seccomp.Respond(fd, nt.ID, 0) // CONTINUE: the mounts decide
+	return ev
+}
+
+// classify hands an observed call to the classifier, which records it if
+// the policy refused it.
+func (n *notifier) classify(ev fsEvent) {
 	if ev.path == "" || !n.interesting(ev) {
 		return
 	}
@@ -533,6 +556,19 @@ func syscallTarget(name string, args [6]uint64) (action, target string) {
 	return violation.Syscall, name
 }
 
+// setTerminal gives the creator the command's pty (an O_PATH descriptor),
+// for opens of /dev/tty. Called before serve.
+func (n *notifier) setTerminal(tty *os.File) {
+	if n.cr == nil || tty == nil {
+		return
+	}
+	// O_PATH: a descriptor that does not hold the terminal open, so the
+	// relay still sees the end when the command's last copy is closed.
+	if t, err := unix.Open("/proc/self/fd/"+strconv.Itoa(int(tty.Fd())), unix.O_PATH|unix.O_CLOEXEC, 0); err == nil {
+		n.cr.ctty = t
+	}
+}
+
 // close stops answering (every process of the sandbox must be gone: a
 // call notified after this would wait until srt exits) and waits until
 // every recorded violation has been reported.
@@ -543,6 +579,9 @@ func (n *notifier) close() {
 			<-n.loopDone
 			<-n.fsDone
 		}
+		if n.cr != nil {
+			n.cr.close() // the loop closes it too; here for a loop that never ran
+		}
 		n.conn.Close()
 		n.stopR.Close()
 		n.stopW.Close()
@@ -551,8 +590,7 @@ func (n *notifier) close() {
 
 // startNotifier sets spec up for a notifying filter and creates srt's side
 // of it, when cfg asks for sandbox violations.
-func (p *Process) startNotifier(cfg Config, spec *initSpec, tmpdir string, addFD func(*os.File) int) error {
-	create := createEnforced(cfg.Policy)
+func (p *Process) startNotifier(cfg Config, create bool, spec *initSpec, tmpdir string, addFD func(*os.File) int) error {
 	if cfg.OnSandboxViolation == nil && !create {
 		return nil
 	}
@@ -565,7 +603,7 @@ func (p *Process) startNotifier(cfg Config, spec *initSpec, tmpdir string, addFD
 		spec.Seccomp.ObserveReads = len(cfg.Policy.DenyRead) > 0
 	}
 	if create {
-		spec.Seccomp.ObserveWrites = true
+		spec.Seccomp.EmulateCreates = true
 		spec.RequireListener = true
 	}
 	on := cfg.OnSandboxViolation
@@ -583,9 +621,4 @@ func (p *Process) startNotifier(cfg Config, spec *initSpec, tmpdir string, addFD
 	p.notify = n
 	spec.NotifyFD = addFD(end)
 	return nil
-}
-
-// createEnforced says whether the policy asks for creation-time name rules.
-func createEnforced(p *policy.Policy) bool {
-	return p.Settings != nil && p.Settings.Filesystem.EnforceNamesAtCreation && !p.FilesystemDisabled
 }

@@ -115,7 +115,12 @@ type node struct {
 // Every source is a host path resolved by the policy, and bwrap resolves
 // sources in the host's view, so a bind always shows host content, never
 // an earlier step's.
-func PlanMounts(p *policy.Policy) Plan {
+func PlanMounts(p *policy.Policy) Plan { return planMounts(p, false) }
+
+// planMounts is PlanMounts; with creation-time name rules on
+// (CreationRules), a protected name that does not exist gets no
+// placeholder and no mount: its creation is refused when it is tried.
+func planMounts(p *policy.Policy, creationRules bool) Plan {
 	if p.FilesystemDisabled {
 		return Plan{Ops: []Op{{Kind: OpBind, Src: "/", Dst: "/", Rule: "filesystem.disabled"}}}
 	}
@@ -162,6 +167,9 @@ func PlanMounts(p *policy.Policy) Plan {
 			continue // read-only already, cannot be created or renamed
 		}
 		kind := d.Kind
+		if kind == policy.Missing && creationRules {
+			continue
+		}
 		if kind == policy.Missing {
 			ph := placeholderFor(d, root)
 			if !slices.ContainsFunc(plan.Placeholders, func(o Placeholder) bool { return o.Path == ph.Path }) {

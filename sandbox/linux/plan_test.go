@@ -85,6 +85,21 @@ func TestPlanMountsOrder(t *testing.T) {
 	if !slices.Equal(names, want) {
 		t.Errorf("placeholders = %v, want %v", names, want)
 	}
+	// With the creation-time rules, a missing protected name is refused
+	// when it is made: no placeholder, no mount for it; what exists keeps
+	// its mounts.
+	withRules := planMounts(p, true)
+	if len(withRules.Placeholders) != 0 {
+		t.Errorf("placeholders with creation-time rules: %v", withRules.Placeholders)
+	}
+	for _, o := range plan.Ops {
+		if _, missing := slices.BinarySearch(want, strings.TrimPrefix(o.Dst, proj+"/")); missing {
+			continue
+		}
+		if !slices.ContainsFunc(withRules.Ops, func(w Op) bool { return w == o }) {
+			t.Errorf("with creation-time rules, %v %s is gone", o.Kind, o.Dst)
+		}
+	}
 }
 
 func dump(p Plan) string {

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/srt-go/srt/internal/pdeathsig"
 	"github.com/srt-go/srt/netrule"
 	"github.com/srt-go/srt/policy"
 	"github.com/srt-go/srt/proxy"
@@ -120,7 +121,14 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	if err != nil {
 		return nil, &SetupError{err}
 	}
-	plan := PlanMounts(cfg.Policy)
+	create, notice, err := CreationRules(cfg.Policy, false)
+	if err != nil {
+		return nil, &SetupError{err}
+	}
+	if notice != "" && cfg.Stderr != nil {
+		fmt.Fprintf(cfg.Stderr, "srt: %s\n", notice)
+	}
+	plan := planMounts(cfg.Policy, create)
 
 	p := &Process{log: lg, initPID: make(chan int, 1), ready: make(chan struct{})}
 	ok := false
@@ -230,7 +238,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		return nil, &SetupError{err}
 	}
 	spec.ListenFD = addFD(listenEnd)
-	if err := p.startNotifier(cfg, &spec, tmpdir, addFD); err != nil {
+	if err := p.startNotifier(cfg, create, &spec, tmpdir, addFD); err != nil {
 		return nil, &SetupError{err}
 	}
 	spec.Listeners = sandboxListeners()
@@ -242,6 +250,9 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		return nil, &SetupError{err}
 	}
 	if p.term != nil {
+		if p.notify != nil {
+			p.notify.setTerminal(p.term.tty)
+		}
 		spec.Ctty = p.term.ctty
 		closeAfterStart = append(closeAfterStart, p.term.tty)
 	}
@@ -293,7 +304,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	// child included, should srt die while bubblewrap sets up.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: unix.SIGKILL, Setpgid: true}
 	p.cmd = cmd
-	if err := cmd.Start(); err != nil {
+	if err := startCmd(cmd); err != nil {
 		infoR.Close()
 		return nil, setupErr("starting bubblewrap: %w", err)
 	}
@@ -559,3 +570,14 @@ func setEnv(env []string, k, v string) []string {
 }
 
 var _ = bytes.MinRead
+
+// startCmd starts cmd, which carries Pdeathsig, through pdeathsig.Start:
+// from a thread that outlives it.
+func startCmd(cmd *exec.Cmd) error {
+	return pdeathsig.Start(func() (int, error) {
+		if err := cmd.Start(); err != nil {
+			return 0, err
+		}
+		return cmd.Process.Pid, nil
+	})
+}
