@@ -217,12 +217,7 @@ func confine(bwrap string, v *VM, run string, argv []string) []string {
 // and only then.
 func startLocked(cmd *exec.Cmd) (wait <-chan error, err error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	if err := pdeathsig.Start(func() (int, error) {
-		if err := cmd.Start(); err != nil {
-			return 0, err
-		}
-		return cmd.Process.Pid, nil
-	}); err != nil {
+	if err := pdeathsig.StartCmd(cmd); err != nil {
 		return nil, err
 	}
 	done := make(chan error, 1)

@@ -60,12 +60,7 @@ func (r *noneRunner) start(c command) (proc, error) {
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
 	}
 	setPdeathsig(cmd.SysProcAttr)
-	if err := pdeathsig.Start(func() (int, error) {
-		if err := cmd.Start(); err != nil {
-			return 0, err
-		}
-		return cmd.Process.Pid, nil
-	}); err != nil {
+	if err := pdeathsig.StartCmd(cmd); err != nil {
 		code := 126
 		if errors.Is(err, os.ErrNotExist) {
 			code = 127

@@ -9,8 +9,20 @@
 // such a thread would be killed at a random moment (golang/go#27505).
 package pdeathsig
 
+import "os/exec"
+
 // Start runs start, which must fork exactly one process and return its
 // PID, on an OS thread that stays locked until that process has exited;
 // then the thread is released. It returns start's error. The process is
 // not reaped: the caller waits for it as usual (exec.Cmd.Wait).
 func Start(start func() (pid int, err error)) error { return startPinned(start) }
+
+// StartCmd is Start for cmd.Start.
+func StartCmd(cmd *exec.Cmd) error {
+	return Start(func() (int, error) {
+		if err := cmd.Start(); err != nil {
+			return 0, err
+		}
+		return cmd.Process.Pid, nil
+	})
+}

@@ -32,14 +32,7 @@ func sleeper() *exec.Cmd {
 // end of the thread that asked for it, and cmd.Wait still reaps it.
 func TestChildOutlivesThread(t *testing.T) {
 	cmd := sleeper()
-	startFrom(t, func() error {
-		return Start(func() (int, error) {
-			if err := cmd.Start(); err != nil {
-				return 0, err
-			}
-			return cmd.Process.Pid, nil
-		})
-	})
+	startFrom(t, func() error { return StartCmd(cmd) })
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("the child did not exit normally: %v", err)
 	}
@@ -58,13 +51,7 @@ func TestWithoutStartTheChildDies(t *testing.T) {
 
 func TestStartError(t *testing.T) {
 	cmd := exec.Command("/nonexistent/srt-test")
-	err := Start(func() (int, error) {
-		if err := cmd.Start(); err != nil {
-			return 0, err
-		}
-		return cmd.Process.Pid, nil
-	})
-	if err == nil {
+	if err := StartCmd(cmd); err == nil {
 		t.Fatal("Start of a missing program succeeded")
 	}
 }

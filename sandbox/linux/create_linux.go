@@ -1004,6 +1004,12 @@ func (n *notifier) create(fd int, nt seccomp.Notification, w where, flags, mode 
 	}
 	unix.Umask(n.cr.umaskOf(int(nt.PID)))
 	nfd, err := unix.Openat(w.dir, w.name, int(flags)|unix.O_NOFOLLOW|unix.O_NOCTTY|unix.O_CLOEXEC, uint32(mode&0o7777))
+	return send(fd, nt, nfd, err, flags)
+}
+
+// send answers notification nt with nfd, the descriptor an open returned
+// (closed here), as the call's result; or with the open's error.
+func send(fd int, nt seccomp.Notification, nfd int, err error, flags uint64) (int64, unix.Errno, string, string) {
 	if err != nil {
 		return 0, errnoOf(err), "", ""
 	}
@@ -1027,14 +1033,7 @@ func (n *notifier) openExisting(fd int, nt seccomp.Notification, w where, flags 
 		return 0, 0, r, w.real
 	}
 	nfd, err := unix.Openat(w.dir, w.name, int(flags)|unix.O_NOFOLLOW|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return 0, errnoOf(err), "", ""
-	}
-	defer unix.Close(nfd)
-	if _, err := seccomp.AddFDSend(fd, nt.ID, nfd, flags&unix.O_CLOEXEC != 0); err != nil {
-		return 0, errnoOf(err), "", ""
-	}
-	return answered, 0, "", ""
+	return send(fd, nt, nfd, err, flags)
 }
 
 // reopen performs a write open of an existing object obj (O_PATH): the
@@ -1083,14 +1082,7 @@ func (n *notifier) reopen(fd int, nt seccomp.Notification, obj int, flags uint64
 	}
 	f := int(flags) &^ (unix.O_CREAT | unix.O_EXCL | unix.O_NOFOLLOW)
 	nfd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(obj), f|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return 0, errnoOf(err), "", ""
-	}
-	defer unix.Close(nfd)
-	if _, err := seccomp.AddFDSend(fd, nt.ID, nfd, flags&unix.O_CLOEXEC != 0); err != nil {
-		return 0, errnoOf(err), "", ""
-	}
-	return answered, 0, "", ""
+	return send(fd, nt, nfd, err, flags)
 }
 
 // truncate performs truncate(2) on obj, a checked existing name.

@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
+	"github.com/srt-go/srt/internal/pdeathsig"
 	"github.com/srt-go/srt/policy"
 	"github.com/srt-go/srt/proxy"
 	"github.com/srt-go/srt/seccomp"
@@ -428,7 +429,7 @@ func StartLandlock(ctx context.Context, cfg Config, warn io.Writer) (*landlockPr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: unix.SIGKILL}
 	// srt reaps and ends what the command leaves behind.
 	unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-	if err := startCmd(cmd); err != nil {
+	if err := pdeathsig.StartCmd(cmd); err != nil {
 		specR.Close()
 		return nil, setupErr("starting the command: %w", err)
 	}

@@ -304,7 +304,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	// child included, should srt die while bubblewrap sets up.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: unix.SIGKILL, Setpgid: true}
 	p.cmd = cmd
-	if err := startCmd(cmd); err != nil {
+	if err := pdeathsig.StartCmd(cmd); err != nil {
 		infoR.Close()
 		return nil, setupErr("starting bubblewrap: %w", err)
 	}
@@ -570,14 +570,3 @@ func setEnv(env []string, k, v string) []string {
 }
 
 var _ = bytes.MinRead
-
-// startCmd starts cmd, which carries Pdeathsig, through pdeathsig.Start:
-// from a thread that outlives it.
-func startCmd(cmd *exec.Cmd) error {
-	return pdeathsig.Start(func() (int, error) {
-		if err := cmd.Start(); err != nil {
-			return 0, err
-		}
-		return cmd.Process.Pid, nil
-	})
-}
