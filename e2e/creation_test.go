@@ -25,6 +25,13 @@ import os, ctypes, errno, sys
 libc = ctypes.CDLL(None, use_errno=True)
 AT_FDCWD = -100
 RENAME_EXCHANGE = 2
+def tmpfile_link(d, t):
+    fd = os.open(d or ".", os.O_TMPFILE | os.O_WRONLY, 0o644)
+    try:
+        if libc.linkat(AT_FDCWD, ("/proc/self/fd/%d" % fd).encode(), AT_FDCWD, t.encode(), 0x400) != 0:
+            e = ctypes.get_errno(); raise OSError(e, os.strerror(e))
+    finally:
+        os.close(fd)
 def exchange(a, b):
     if libc.renameat2(AT_FDCWD, a.encode(), AT_FDCWD, b.encode(), RENAME_EXCHANGE) != 0:
         e = ctypes.get_errno(); raise OSError(e, os.strerror(e))
@@ -56,6 +63,7 @@ for depth in (0, 1, 5, 12):
         attempt("rename-to", t, lambda: os.rename(src, t))
         attempt("link", t, lambda: os.link(src, t))
         attempt("symlink", t, lambda: os.symlink(src, t))
+        attempt("tmpfile-link", t, lambda: tmpfile_link(pre, t))
         ln = "%slnk%d" % (pre, n)
         os.symlink(os.path.basename(t) if "/" not in t[len(pre):] else t[len(pre):], ln)
         attempt("through-symlink", t, lambda: os.close(os.open(ln, os.O_CREAT | os.O_WRONLY, 0o644)))
@@ -257,6 +265,7 @@ echo x > /dev/null; echo "null=$?"
 echo x > /dev/tty 2>/dev/null; echo "tty=$?"
 mkfifo p; { sleep 0.3; cat p; } & echo viafifo > p; wait; echo "fifo=$?"
 (umask 077 && touch private && stat -c "mode=%a" private)
+python3 -c 'import os, ctypes; fd = os.open(".", os.O_TMPFILE | os.O_WRONLY, 0o600); os.write(fd, b"anon"); print("tmpfile=%d" % ctypes.CDLL(None).linkat(-100, b"/proc/self/fd/%d" % fd, -100, b"named", 0x400))'; cat named; echo
 echo x > a/b/c/d/e/.bashrc; echo "write=$?"
 truncate -s 0 a/b/c/d/e/.bashrc; echo "truncate=$?"
 ln a/b/c/d/e/.bashrc hard; echo "link=$?"
@@ -264,7 +273,7 @@ python3 -c 'import os; os.link("a/b/c/d/e/.bashrc", "hard2")'; echo "pylink=$?"
 } 2>&1 | cat`
 		out, stderr, code := sh(t, u, dir, `{"filesystem": {"allowWrite": ["."]}}`, script)
 		for _, want := range []string{"out1", "stdout=0", "out2", "fd=0", "out3", "procfd=0", "null=0", "tty=2",
-			"viafifo", "fifo=0", "mode=600", "write=2", "truncate=1", "link=1", "pylink=1"} {
+			"viafifo", "fifo=0", "mode=600", "tmpfile=0", "anon", "write=2", "truncate=1", "link=1", "pylink=1"} {
 			if !strings.Contains(out, want+"\n") {
 				t.Errorf("want %q in stdout", want)
 			}

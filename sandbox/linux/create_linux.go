@@ -860,6 +860,19 @@ func (n *notifier) perform(fd int, nt seccomp.Notification, op string, dirfd, di
 	if e != 0 {
 		return 0, e, "", ""
 	}
+	if op == "open" && flags&unix.O_TMPFILE == unix.O_TMPFILE {
+		// An anonymous file in the directory name names: no name comes
+		// into being until a link gives it one, and that is checked.
+		// (The directory is resolved as the parent of a name in it.)
+		d, e := cr.resolve(pid, root, dirfd, strings.TrimRight(name, "/")+"/x")
+		if e != 0 {
+			return 0, e, "", ""
+		}
+		defer d.close()
+		unix.Umask(cr.umaskOf(pid))
+		nfd, err := unix.Openat(d.dir, ".", int(flags)|unix.O_NOCTTY|unix.O_CLOEXEC, uint32(mode&0o7777))
+		return send(fd, nt, nfd, err, flags)
+	}
 	w, e := cr.resolve(pid, root, dirfd, name)
 	if e != 0 {
 		return 0, e, "", ""
@@ -945,19 +958,12 @@ func (n *notifier) perform(fd int, nt seccomp.Notification, op string, dirfd, di
 			if dirfd2 < 0 {
 				return 0, unix.EBADF, "", ""
 			}
-			src := "/proc/" + strconv.Itoa(pid) + "/fd/" + strconv.Itoa(int(dirfd2))
-			o, err := unix.Open(src, unix.O_PATH|unix.O_CLOEXEC, 0)
+			o, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/fd/"+strconv.Itoa(int(dirfd2)), unix.O_PATH|unix.O_CLOEXEC, 0)
 			if err != nil {
 				return 0, unix.EBADF, "", ""
 			}
 			defer unix.Close(o)
-			// A new name for a protected file would be a way to write it.
-			if real, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(o)); err == nil {
-				if r := cr.denied(real, kExisted); r != "" {
-					return 0, 0, r, real
-				}
-			}
-			return 0, errnoOf0(unix.Linkat(o, "", w.dir, w.name, unix.AT_EMPTY_PATH)), "", ""
+			return cr.linkObject(o, w)
 		}
 		o, e := cr.resolve(pid, root, dirfd2, name2)
 		if e != 0 {
@@ -969,8 +975,9 @@ func (n *notifier) perform(fd int, nt seccomp.Notification, op string, dirfd, di
 				return 0, e, "", ""
 			}
 			if obj >= 0 {
-				unix.Close(obj)
-				return 0, unix.EXDEV, "", "" // a procfs object: never on the same mount
+				// A magic link (/proc/self/fd/N: naming an O_TMPFILE).
+				defer unix.Close(obj)
+				return cr.linkObject(obj, w)
 			}
 		}
 		defer o.close()
@@ -991,6 +998,23 @@ func (n *notifier) perform(fd int, nt seccomp.Notification, op string, dirfd, di
 		return n.rename(o, w, flags, pid)
 	}
 	return 0, unix.ENOSYS, "", ""
+}
+
+// linkObject gives object o (O_PATH, reached through a descriptor of the
+// caller's) the new name w: a second name for a protected file would be
+// a way to write it, so o's real path is checked too. Through the magic
+// link, not AT_EMPTY_PATH, which needs CAP_DAC_READ_SEARCH before Linux
+// 6.10.
+func (c *creator) linkObject(o int, w where) (int64, unix.Errno, string, string) {
+	if real, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(o)); err == nil {
+		if r := c.denied(real, kExisted); r != "" {
+			if readOnlyMount(o) {
+				return 0, unix.EXDEV, "", ""
+			}
+			return 0, 0, r, real
+		}
+	}
+	return 0, errnoOf0(unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(o), w.dir, w.name, unix.AT_SYMLINK_FOLLOW)), "", ""
 }
 
 // create performs an open of a name that does not exist (or an O_EXCL or
