@@ -142,6 +142,12 @@ git config core.fsmonitor evil && exit 17
 test -e .git/config.lock && exit 18
 git log --oneline | grep -q one || exit 19
 cd ..
+echo "gitdir: x/.git" > .git && exit 25
+mkdir sub && echo "gitdir: ../x/.git" > sub/.git && exit 26
+git init -q --separate-git-dir=gd wt 2>/dev/null && exit 28
+git init -q z && mv z/.git g && printf '#!/bin/sh\necho HOOK\n' > g/hooks/pre-commit && chmod +x g/hooks/pre-commit || exit 29
+chmod 000 g && mv g z/.git 2>/dev/null && exit 27
+chmod 755 g
 git init -q src && git -C src -c user.email=a@b -c user.name=n commit -q --allow-empty -m one || exit 24
 git clone -q src y || exit 20
 git -C y log --oneline | grep -q one || exit 21
@@ -154,7 +160,7 @@ echo ok`
 		if code != 0 || !strings.Contains(stdout, "ok") {
 			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 		}
-		for _, p := range []string{"x/.git/hooks/post-checkout", "x/.git/hooks/pre-commit", "x/.git/config.lock"} {
+		for _, p := range []string{"x/.git/hooks/post-checkout", "x/.git/hooks/pre-commit", "x/.git/config.lock", ".git", "sub/.git", "wt/.git", "z/.git/hooks/pre-commit"} {
 			if _, err := os.Lstat(filepath.Join(dir, p)); err == nil {
 				t.Errorf("%s exists on the host", p)
 			}
@@ -266,6 +272,25 @@ echo x > /dev/tty 2>/dev/null; echo "tty=$?"
 mkfifo p; { sleep 0.3; cat p; } & echo viafifo > p; wait; echo "fifo=$?"
 (umask 077 && touch private && stat -c "mode=%a" private)
 python3 -c 'import os, ctypes; fd = os.open(".", os.O_TMPFILE | os.O_WRONLY, 0o600); os.write(fd, b"anon"); print("tmpfile=%d" % ctypes.CDLL(None).linkat(-100, b"/proc/self/fd/%d" % fd, -100, b"named", 0x400))'; cat named; echo
+mkfifo f2; python3 -c 'import os; fd = os.open("f2", os.O_RDONLY | os.O_CREAT); print("reader", os.read(fd, 9).decode())' & sleep 0.3; touch during-wait && echo toreader > f2; wait; echo "fifo-read=$?"
+python3 -c '
+import os, ctypes, errno
+libc = ctypes.CDLL(None, use_errno=True)
+how = (ctypes.c_uint64 * 3)(0, 0, 0)
+r = libc.syscall(437, -100, b"ok.txt", ctypes.byref(how), 24)
+print("openat2=%s" % errno.errorcode.get(ctypes.get_errno(), r))
+for flags, name in ((os.O_WRONLY, "dot"), (os.O_CREAT | os.O_WRONLY, "slash")):
+    try:
+        os.open("." if name == "dot" else "nd/", flags, 0o644); print(name + "=opened")
+    except OSError as e:
+        print(name + "=" + errno.errorcode[e.errno])
+for target, flags in (("/proc/1/mem", os.O_RDWR), ("/proc/1/maps", os.O_RDONLY | os.O_CREAT)):
+    p = os.open(target, os.O_PATH)
+    try:
+        os.open("/proc/self/fd/%d" % p, flags); print("proc1=opened " + target)
+    except OSError as e:
+        print("proc1=" + errno.errorcode[e.errno])
+'
 echo x > a/b/c/d/e/.bashrc; echo "write=$?"
 truncate -s 0 a/b/c/d/e/.bashrc; echo "truncate=$?"
 ln a/b/c/d/e/.bashrc hard; echo "link=$?"
@@ -273,7 +298,8 @@ python3 -c 'import os; os.link("a/b/c/d/e/.bashrc", "hard2")'; echo "pylink=$?"
 } 2>&1 | cat`
 		out, stderr, code := sh(t, u, dir, `{"filesystem": {"allowWrite": ["."]}}`, script)
 		for _, want := range []string{"out1", "stdout=0", "out2", "fd=0", "out3", "procfd=0", "null=0", "tty=2",
-			"viafifo", "fifo=0", "mode=600", "tmpfile=0", "anon", "write=2", "truncate=1", "link=1", "pylink=1"} {
+			"viafifo", "fifo=0", "mode=600", "tmpfile=0", "anon",
+			"reader toreader", "fifo-read=0", "openat2=ENOSYS", "dot=EISDIR", "slash=EISDIR", "proc1=EACCES", "write=2", "truncate=1", "link=1", "pylink=1"} {
 			if !strings.Contains(out, want+"\n") {
 				t.Errorf("want %q in stdout", want)
 			}

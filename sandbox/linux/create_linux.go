@@ -55,7 +55,6 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/rand"
-	"encoding/binary"
 	"encoding/hex"
 	"os"
 	"path"
@@ -250,6 +249,7 @@ const (
 	kOther          // rename, link, symlink, write to an existing name
 	kConfig         // a rename onto .git/config whose content srt checks
 	kExisted        // a write open of a name that exists
+	kSource         // the name a rename takes away
 )
 
 // denied returns the rule that forbids name p coming into being as kind,
@@ -257,6 +257,9 @@ const (
 func (c *creator) denied(p string, kind int) string {
 	if policy.Within(p, c.tmpdir) || policy.Within(p, "/dev") || policy.Within(p, "/proc") {
 		return ""
+	}
+	if kind != kDir && kind != kSource && path.Base(p) == ".git" {
+		return gitFileRule
 	}
 	for _, r := range c.rules {
 		if !containsAll(p, r.need) {
@@ -290,6 +293,12 @@ func containsAll(p string, need []string) bool {
 	}
 	return true
 }
+
+// gitFileRule refuses a .git that is not a directory: a file holding
+// "gitdir: DIR" makes git use DIR, whose hooks and config no rule
+// protects (git init --separate-git-dir, worktrees and submodules make
+// them, and fail).
+const gitFileRule = "mandatory write-deny: a .git that is not a directory (a gitdir: file points git at hooks and config no rule protects)"
 
 // symlinkDenied: a symlink at p stands for a directory whose names appear
 // below p, so p must not end in a rule's directory part (".git" for
@@ -454,6 +463,9 @@ func (c *creator) resolve(pid, root int, dirfd int32, p string) (where, unix.Err
 		}
 		base, err := os.Readlink(link)
 		if err != nil {
+			if errnoOf(err) == unix.ENAMETOOLONG {
+				return w, unix.ENAMETOOLONG // a directory deeper than PATH_MAX
+			}
 			return w, unix.EBADF
 		}
 		if !strings.HasPrefix(base, "/") {
@@ -686,19 +698,13 @@ func (n *notifier) emulate(fd int, nt seccomp.Notification, c seccomp.Call) bool
 	case "openat":
 		op, dirfd, p1, flags, mode = "open", int32(a[0]), a[1], uint64(uint32(a[2])), a[3]
 	case "openat2":
-		var how [24]byte
-		if readMem(pid, uintptr(a[2]), how[:]) != nil {
-			seccomp.Respond(fd, nt.ID, unix.EFAULT)
-			return true
-		}
-		op, dirfd, p1 = "open", int32(a[0]), a[1]
-		flags, mode = binary.NativeEndian.Uint64(how[0:]), binary.NativeEndian.Uint64(how[8:])
-		if flags&writeOpenFlags != 0 && binary.NativeEndian.Uint64(how[16:]) != 0 {
-			// RESOLVE_* restrictions relative to the caller's dirfd are
-			// not emulated: refuse rather than resolve differently.
-			seccomp.Respond(fd, nt.ID, unix.EPERM)
-			return true
-		}
+		// Its flags are in the caller's memory, which another thread
+		// can change after srt has read them: a call srt let run as a
+		// read could create when the kernel reads them again. So none
+		// runs: ENOSYS, as on a kernel before 5.6, to which every
+		// caller of openat2 must fall back (with openat) anyway.
+		seccomp.Respond(fd, nt.ID, unix.ENOSYS)
+		return true
 	case "creat":
 		op, p1, flags, mode = "open", a[0], unix.O_CREAT|unix.O_WRONLY|unix.O_TRUNC, a[1]
 	case "mkdir":
@@ -874,10 +880,22 @@ func (n *notifier) perform(fd int, nt seccomp.Notification, op string, dirfd, di
 		return send(fd, nt, nfd, err, flags)
 	}
 	w, e := cr.resolve(pid, root, dirfd, name)
+	if e == unix.EEXIST && (op == "open" || op == "truncate") {
+		e = unix.EISDIR // ".", ".." or "/"
+	}
 	if e != 0 {
 		return 0, e, "", ""
 	}
 	defer func() { w.close() }()
+	if w.trailing && (op == "open" || op == "truncate") {
+		// "name/" must be a directory, which cannot be opened for
+		// writing: EISDIR, or ENOTDIR when it is something else.
+		var st unix.Stat_t
+		if unix.Fstatat(w.dir, w.name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR && st.Mode&unix.S_IFMT != unix.S_IFLNK {
+			return 0, unix.ENOTDIR, "", ""
+		}
+		return 0, unix.EISDIR, "", ""
+	}
 	defer func() {
 		// A name refused in a read-only directory (a denied one, or
 		// one outside the write roots): the kernel would have said
@@ -1070,6 +1088,16 @@ func (n *notifier) reopen(fd int, nt seccomp.Notification, obj int, flags uint64
 	if err := unix.Fstat(obj, &st); err != nil {
 		return 0, errnoOf(err), "", ""
 	}
+	var sfs unix.Statfs_t
+	if unix.Fstatfs(obj, &sfs) == nil && sfs.Type == unix.PROC_SUPER_MAGIC {
+		// Reached through a descriptor (/proc/self/fd/N holding an
+		// O_PATH of /proc/1/mem): the object must be the caller's own
+		// too (procOwn).
+		real, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(obj))
+		if err != nil || !procOwn(int(nt.PID), real) {
+			return 0, unix.EACCES, "", ""
+		}
+	}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFREG:
 		real, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(obj))
@@ -1100,7 +1128,9 @@ func (n *notifier) reopen(fd int, nt seccomp.Notification, obj int, flags uint64
 			obj = t
 		}
 	case unix.S_IFIFO:
-		if flags&unix.O_ACCMODE == unix.O_WRONLY && flags&unix.O_NONBLOCK == 0 {
+		// Without O_NONBLOCK, a read or write open waits for the other
+		// end (O_RDWR never waits on Linux: fifo(7)).
+		if acc := flags & unix.O_ACCMODE; acc != unix.O_RDWR && flags&unix.O_NONBLOCK == 0 {
 			return n.openFIFO(fd, nt, obj, flags)
 		}
 	}
@@ -1186,19 +1216,29 @@ func (c *creator) callerTTY(pid int) (int, unix.Errno) {
 	return -1, unix.ENXIO
 }
 
-// openFIFO opens FIFO obj for writing on a thread of its own, since the
-// open waits for a reader, and answers the notification from there. While
-// it waits, a watcher checks every 50 ms that the caller still waits and
-// that the sandbox is running; if not, it opens the FIFO for reading
-// itself, which ends the wait, and the descriptor is dropped.
+// maxFIFOWaiters bounds the FIFO opens waiting at once (openFIFO); more
+// fail with ENFILE.
+const maxFIFOWaiters = 64
+
+// openFIFO opens FIFO obj on a thread of its own, since the open waits for
+// the other end, and answers the notification from there. While it
+// waits, a watcher checks every 50 ms that the caller still waits and
+// that the sandbox is running; if not, it opens the FIFO itself (both
+// ends), which ends the wait, and the descriptor is dropped.
 func (n *notifier) openFIFO(fd int, nt seccomp.Notification, obj int, flags uint64) (int64, unix.Errno, string, string) {
+	if n.fifoWaiters.Add(1) > maxFIFOWaiters {
+		n.fifoWaiters.Add(-1)
+		return 0, unix.ENFILE, "", "" // each costs srt a thread: bounded
+	}
 	dup, err := unix.FcntlInt(uintptr(obj), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
+		n.fifoWaiters.Add(-1)
 		return 0, errnoOf(err), "", ""
 	}
 	n.pending.Add(1)
 	go func() {
 		defer n.pending.Done()
+		defer n.fifoWaiters.Add(-1)
 		defer unix.Close(dup)
 		if err := prepareCreatorThread(); err != nil {
 			seccomp.Respond(fd, nt.ID, unix.EACCES)
@@ -1220,7 +1260,8 @@ func (n *notifier) openFIFO(fd int, nt seccomp.Notification, obj int, flags uint
 						continue
 					}
 				}
-				r, err := unix.Open(p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+				// O_RDWR is both ends, and never waits.
+				r, err := unix.Open(p, unix.O_RDWR|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 				if err != nil {
 					time.Sleep(50 * time.Millisecond) // try again
 					continue
@@ -1272,12 +1313,22 @@ func (n *notifier) rename(o, w where, flags uint64, pid int) (int64, unix.Errno,
 		return 0, unix.EBUSY, "", "" // see mountPoint
 	}
 	exchange := flags&unix.RENAME_EXCHANGE != 0
-	if r := n.cr.denied(o.real, kOther); r != "" {
+	srcKind := kSource
+	if exchange {
+		srcKind = kOther // the other name comes into being there
+		if wErr == nil && wst.Mode&unix.S_IFMT == unix.S_IFDIR {
+			srcKind = kDir
+		}
+	}
+	if r := n.cr.denied(o.real, srcKind); r != "" {
 		return 0, 0, r, o.real
 	}
 	kind := kOther
 	if !exchange && ost.Mode&unix.S_IFMT == unix.S_IFREG && path.Dir(o.real) == path.Dir(w.real) && n.cr.isGitConfig(w.real) {
 		kind = kConfig
+	}
+	if ost.Mode&unix.S_IFMT == unix.S_IFDIR {
+		kind = kDir // what it holds is checked below (treeDenied)
 	}
 	if r := n.cr.denied(w.real, kind); r != "" {
 		return 0, 0, r, w.real
@@ -1336,11 +1387,16 @@ func (c *creator) treeDenied(dir int, name, from, to string) (string, string) {
 	walk = func(dfd int, ent, rel string) (string, string) {
 		fd, err := unix.Openat(dfd, ent, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
-			return "", ""
+			// Fail closed: a directory srt cannot list (mode 000)
+			// could hold anything.
+			return "a directory that cannot be listed cannot be checked (" + unix.ErrnoName(errnoOf(err)) + ")", to + rel
 		}
 		f := os.NewFile(uintptr(fd), rel)
 		defer f.Close()
-		ents, _ := f.ReadDir(-1)
+		ents, err := f.ReadDir(-1)
+		if err != nil {
+			return "a directory that cannot be listed cannot be checked", to + rel
+		}
 		for _, e := range ents {
 			count++
 			if count > 20000 {

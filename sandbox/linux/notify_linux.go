@@ -45,6 +45,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/srt-go/srt/policy"
@@ -128,6 +129,8 @@ type notifier struct {
 	// only after pending is done.
 	pending  sync.WaitGroup
 	stopping chan struct{}
+	// fifoWaiters counts the FIFO opens waiting (openFIFO).
+	fifoWaiters atomic.Int32
 }
 
 type seen struct {
