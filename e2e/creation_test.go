@@ -1,11 +1,15 @@
 package e2e
 
 import (
+	"bytes"
+	"context"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
 )
@@ -331,6 +335,61 @@ func TestCreationTTY(t *testing.T) {
 		out := inTerminal(t, u, dir, shellJoin(r.argv(t))+"; echo rc=$?")
 		if !strings.Contains(out, "via-tty") || !strings.Contains(out, "same") || !strings.Contains(out, "rc=0") {
 			t.Fatalf("terminal output:\n%s", out)
+		}
+	})
+}
+
+// TestCreationUnderSignals: signals reaching srt while it hands a new
+// descriptor to the command must not change what the command's open
+// returns. (Interrupted, SECCOMP_IOCTL_NOTIF_ADDFD with ..._FLAG_SEND
+// leaves the call replied with 0: open "returned" descriptor 0.)
+func TestCreationUnderSignals(t *testing.T) {
+	forEachUser(t, func(t *testing.T, u *account) {
+		dir := u.workDir(t)
+		script := `
+import os
+bad = 0
+for i in range(3000):
+    fd = os.open("f%d" % i, os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o644)
+    if fd < 3:
+        bad += 1
+        continue
+    try:
+        os.write(fd, b"x")
+    except OSError:
+        bad += 1
+    os.close(fd)
+print("bad", bad)
+`
+		r := srtRun{u: u, dir: dir, settings: writeSettings, args: []string{"python3", "-c", script}}
+		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+		defer cancel()
+		cmd := u.command(ctx, dir, nil, r.argv(t)...)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		stop := make(chan struct{})
+		sent := 0
+		go func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					// SIGURG: what the Go runtime sends its own threads to
+					// preempt them; harmless to srt otherwise.
+					cmd.Process.Signal(syscall.SIGURG)
+					sent++
+					time.Sleep(20 * time.Microsecond)
+				}
+			}
+		}()
+		err := cmd.Wait()
+		close(stop)
+		if err != nil || !strings.Contains(out.String(), "bad 0") {
+			t.Fatalf("%v; %d signals sent:\n%s", err, sent, out.String())
 		}
 	})
 }
