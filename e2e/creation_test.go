@@ -3,9 +3,11 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -378,11 +380,18 @@ print("bad", bad)
 				case <-stop:
 					return
 				default:
-					// SIGURG: what the Go runtime sends its own threads to
-					// preempt them; harmless to srt otherwise.
-					cmd.Process.Signal(syscall.SIGURG)
-					sent++
-					time.Sleep(20 * time.Microsecond)
+					// SIGURG, to every thread of srt: what the Go runtime
+					// sends its own threads to preempt them, harmless to
+					// srt otherwise.
+					pid := cmd.Process.Pid
+					tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+					for _, task := range tasks {
+						if tid, err := strconv.Atoi(task.Name()); err == nil {
+							syscall.Tgkill(pid, tid, syscall.SIGURG)
+							sent++
+						}
+					}
+					time.Sleep(50 * time.Microsecond)
 				}
 			}
 		}()
