@@ -142,7 +142,13 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	// on the host can outlive it. The guardian starts now and its
 	// requests are sent just before bubblewrap, so its start-up overlaps
 	// with ours.
-	adopt := adoptCandidates(cfg.Policy, plan)
+	// With the creation-time rules there are no placeholders, and
+	// another sandbox's that this one mounts need not be shared: should
+	// their owner remove one, the name it stood for cannot be created here.
+	var adopt []Placeholder
+	if !create {
+		adopt = adoptCandidates(cfg.Policy, plan)
+	}
 	if len(plan.Placeholders) > 0 || len(adopt) > 0 {
 		if p.guardian, err = startGuardian(stateDir); err != nil {
 			return nil, &SetupError{err}
