@@ -70,6 +70,11 @@ func Check(ctx context.Context, bwrapPath string) []Guarantee {
 		add("seccomp filter", true, "%s/%s: no new unix sockets, io_uring, namespace and mount calls, keyring, bpf, perf, userfaultfd, TIOCSTI/TIOCLINUX; foreign ABIs killed", runtime.GOOS, runtime.GOARCH)
 	}
 	add("no_new_privs", true, "set before the command starts: setuid binaries gain nothing")
+	if err := CreationRulesSupported(); err != nil {
+		add("creation-time name rules", false, "%v: names created during the run are checked only where placeholders stand; settings with denyWrite globs are refused", err)
+	} else {
+		add("creation-time name rules", true, "srt performs every create, rename, link and write open (seccomp user notification): denyWrite globs and mandatory names refused at any depth")
+	}
 	tiocsti, _ := os.ReadFile("/proc/sys/dev/tty/legacy_tiocsti")
 	add("terminal injection", true, "the command gets its own pseudo-terminal; TIOCSTI/TIOCLINUX refused by seccomp (kernel dev.tty.legacy_tiocsti=%s)", strings.TrimSpace(string(tiocsti)))
 	if abi, err := landlockABI(); err != nil {
