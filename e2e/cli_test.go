@@ -508,3 +508,20 @@ func killOwn(pattern string) {
 		}
 	}
 }
+
+// TestCheck: srt --check lists each guarantee with ok or MISSING and exits
+// 0 only when every one holds (this test machine has them all).
+func TestCheck(t *testing.T) {
+	forEachUser(t, func(t *testing.T, u *account) {
+		dir := u.workDir(t)
+		out, errOut, code := srtRun{u: u, dir: dir, pre: []string{"--check"}, noDashes: true}.run(t)
+		for _, name := range []string{"bubblewrap", "user namespace", "filesystem policy", "network isolation", "seccomp filter", "no_new_privs", "creation-time name rules"} {
+			if !regexp.MustCompile(`(?m)^ok\s+` + regexp.QuoteMeta(name)).MatchString(out) {
+				t.Errorf("--check: no ok line for %q", name)
+			}
+		}
+		if code != 0 || t.Failed() {
+			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+		}
+	})
+}
