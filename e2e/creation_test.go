@@ -70,6 +70,10 @@ for depth in (0, 1, 5, 12):
         attempt("link", t, lambda: os.link(src, t))
         attempt("symlink", t, lambda: os.symlink(src, t))
         attempt("tmpfile-link", t, lambda: tmpfile_link(pre, t))
+        hl = "%shl%d" % (pre, n)
+        os.symlink(src, hl)
+        attempt("hardlink-symlink", t, lambda: os.link(hl, t, follow_symlinks=False))
+        os.unlink(hl)
         ln = "%slnk%d" % (pre, n)
         os.symlink(os.path.basename(t) if "/" not in t[len(pre):] else t[len(pre):], ln)
         attempt("through-symlink", t, lambda: os.close(os.open(ln, os.O_CREAT | os.O_WRONLY, 0o644)))
@@ -399,6 +403,108 @@ print("bad", bad)
 		close(stop)
 		if err != nil || !strings.Contains(out.String(), "bad 0") {
 			t.Fatalf("%v; %d signals sent:\n%s", err, sent, out.String())
+		}
+	})
+}
+
+// TestCreationExecAfterWrite: a program written and closed can be run at
+// once, as a build does with what it links: srt's own copy of the new
+// descriptor must be closed before the open returns, or execve fails with
+// ETXTBSY.
+func TestCreationExecAfterWrite(t *testing.T) {
+	forEachUser(t, func(t *testing.T, u *account) {
+		dir := u.workDir(t)
+		script := `
+import os, subprocess
+bad = 0
+for i in range(1000):
+    p = "prog%d" % (i % 4)
+    fd = os.open(p, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o755)
+    os.write(fd, b"#!/bin/sh\nexit 0\n")
+    os.close(fd)
+    try:
+        subprocess.run(["./" + p], check=True)
+    except OSError as e:
+        bad += 1
+    os.unlink(p)
+print("bad", bad)
+`
+		out, errOut, code := runSrt(t, u, dir, writeSettings, "python3", "-c", script)
+		if code != 0 || !strings.Contains(out, "bad 0") {
+			t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+		}
+	})
+}
+
+// TestCreationLease: an open that waits for a lease to be broken waits
+// alone: other creations in the sandbox go on meanwhile.
+func TestCreationLease(t *testing.T) {
+	forEachUser(t, func(t *testing.T, u *account) {
+		dir := u.workDir(t)
+		script := `
+import fcntl, os, subprocess, sys, time
+open("leased", "w").write("x")
+holder = subprocess.Popen([sys.executable, "-c", """
+import fcntl, os, signal, time
+signal.signal(signal.SIGIO, signal.SIG_IGN)
+fd = os.open("leased", os.O_RDONLY)
+fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_RDLCK)
+print("held", flush=True)
+time.sleep(2)
+"""], stdout=subprocess.PIPE)
+holder.stdout.readline()
+writer = subprocess.Popen([sys.executable, "-c", "import os; os.open('leased', os.O_WRONLY); open('opened', 'w').close()"])
+time.sleep(0.3)
+open("other", "w").write("y")   # must not wait for the lease
+print("other done; writer opened: %s" % os.path.exists("opened"))
+writer.wait(); holder.wait()
+print("writer opened: %s" % os.path.exists("opened"))
+`
+		out, errOut, code := runSrt(t, u, dir, writeSettings, "python3", "-c", script)
+		if code != 0 || !strings.Contains(out, "other done; writer opened: False") || !strings.Contains(out, "\nwriter opened: True") {
+			t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+		}
+	})
+}
+
+// TestCreationGlobMetachars: a working directory whose name holds glob
+// syntax ("p[x]") does not turn the relative rules into patterns that
+// match nothing there.
+func TestCreationGlobMetachars(t *testing.T) {
+	forEachUser(t, func(t *testing.T, u *account) {
+		dir := filepath.Join(u.workDir(t), "p[x]{y}*")
+		u.write(t, filepath.Join(dir, "pre.key"), "orig\n")
+		out, errOut, code := runSrt(t, u, dir, `{"filesystem":{"allowWrite":["."],"denyWrite":["**/.env","*.key","secrets/**"]}}`, "sh", "-c",
+			`echo x > .env; echo "env=$?"; echo x > new.key; echo "key=$?"; echo x >> pre.key; echo "pre=$?"; mkdir -p secrets; echo x > secrets/y; echo "secret=$?"`)
+		for _, want := range []string{"env=2", "key=2", "pre=2", "secret=2"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("want %s", want)
+			}
+		}
+		if t.Failed() {
+			t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+		}
+		if b, _ := os.ReadFile(filepath.Join(dir, "pre.key")); string(b) != "orig\n" {
+			t.Errorf("pre.key changed: %q", b)
+		}
+	})
+}
+
+// TestCreationStateDir: with a write root that holds srt's state
+// directory (allowWrite ["/tmp"]), the command can neither change it nor
+// move it away to make a host directory where its private TMPDIR was.
+func TestCreationStateDir(t *testing.T) {
+	forEachUser(t, func(t *testing.T, u *account) {
+		dir := u.workDir(t)
+		out, errOut, code := runSrt(t, u, dir, `{"filesystem":{"allowWrite":["/tmp"],"denyWrite":["**/*.key"]}}`, "sh", "-c",
+			`s=$(dirname "$TMPDIR"); mv "$s" "$s.moved"; echo "mv=$?"; touch "$s/planted"; echo "plant=$?"; echo x > "$TMPDIR/ok.key"; echo "tmpkey=$?"`)
+		for _, want := range []string{"mv=1", "plant=1", "tmpkey=0"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("want %s", want)
+			}
+		}
+		if t.Failed() {
+			t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
 		}
 	})
 }

@@ -33,6 +33,51 @@ func (r *resolver) abs(path string) string {
 	return filepath.Clean(path)
 }
 
+// globAbs is abs for a pattern: the working directory or home joined in
+// front of a relative pattern is escaped, so that a "[", "*" or "{" in
+// their names matches itself (a project in /tmp/p[x] would otherwise
+// turn "**/.env" into a pattern matching nothing there).
+func (r *resolver) globAbs(pattern string) string {
+	switch {
+	case pattern == "~":
+		return EscapeGlob(filepath.Clean(r.home))
+	case strings.HasPrefix(pattern, "~/"):
+		return EscapeGlob(filepath.Clean(r.home)) + "/" + pattern[2:]
+	case !filepath.IsAbs(pattern):
+		return strings.TrimSuffix(EscapeGlob(filepath.Clean(r.cwd)), "/") + "/" + pattern
+	}
+	return pattern
+}
+
+// EscapeGlob returns s with every character doublestar treats as syntax
+// (*?[]{}\) escaped with a backslash: a pattern that matches s only.
+func EscapeGlob(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]{}\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// unescapeGlob undoes EscapeGlob (for a pattern's literal base, which is
+// a path on disk).
+func unescapeGlob(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			i++
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
 // isGlob reports whether a non-literal entry is a pattern.
 func isGlob(s string) bool { return strings.ContainsAny(s, "*?[{") }
 
@@ -59,7 +104,7 @@ func (r *resolver) entries(key string, list []settings.PathEntry, deny bool) []P
 			}
 			continue
 		}
-		matches := expandGlob(path)
+		matches := expandGlob(r.globAbs(e.Path))
 		if len(matches) == 0 {
 			r.p.Notes = append(r.p.Notes, fmt.Sprintf("%s: %q matches nothing now; files created later are not covered", rule, e.Path))
 		}
@@ -93,14 +138,14 @@ func (r *resolver) globs(key string, list []settings.PathEntry) []Glob {
 		if e.Literal || !isGlob(e.Path) {
 			continue
 		}
-		path := r.abs(e.Path)
-		if base, ok := strings.CutSuffix(path, "/**"); ok && !isGlob(base) {
+		if base, ok := strings.CutSuffix(r.abs(e.Path), "/**"); ok && !isGlob(base) {
 			continue
 		}
+		path := filepath.Clean(r.globAbs(e.Path))
 		base, pat := doublestar.SplitPattern(path)
 		res := path
 		if base != "" && base != "." {
-			res = filepath.Join(resolveMissing(base), pat)
+			res = EscapeGlob(resolveMissing(unescapeGlob(base))) + "/" + pat
 		}
 		out = append(out, Glob{Pattern: path, Resolved: res, Rule: fmt.Sprintf("%s[%d]", key, i)})
 	}
@@ -116,7 +161,8 @@ func Resolve(path string) string { return resolveMissing(filepath.Clean(path)) }
 // doublestar gives real "**" semantics ("**/.env" matches ".env" too).
 // Symbolic links are matched but not followed while walking.
 func expandGlob(pattern string) []string {
-	base, pat := doublestar.SplitPattern(pattern)
+	base, pat := doublestar.SplitPattern(filepath.Clean(pattern))
+	base = unescapeGlob(base)
 	var out []string
 	_ = doublestar.GlobWalk(os.DirFS(base), pat, func(p string, _ fs.DirEntry) error {
 		out = append(out, filepath.Join(base, p))

@@ -132,9 +132,25 @@ const (
 // AddFDSend installs a copy of srcfd in the caller of notification id and
 // answers the notification with its number, atomically
 // (SECCOMP_ADDFD_FLAG_SEND): the emulated open returns that descriptor.
-// cloexec sets O_CLOEXEC on the caller's copy.
+// cloexec sets O_CLOEXEC on the caller's copy. The caller may run before
+// this returns, while srcfd and the ioctl's own reference still hold the
+// file open (see AddFD).
 func AddFDSend(fd int, id uint64, srcfd int, cloexec bool) (int, error) {
-	a := notifAddFD{ID: id, Flags: addFDFlagSend, SrcFD: uint32(srcfd)}
+	return addFD(fd, id, srcfd, cloexec, addFDFlagSend)
+}
+
+// AddFD installs a copy of srcfd in the caller of notification id and
+// returns its number there, without answering the notification: the
+// caller goes on waiting until Respond or RespondValue. Unlike AddFDSend,
+// the caller resumes only after srt has dropped its own references, which
+// matters when it will execute the file at once (ETXTBSY while another
+// open for writing exists) or take a lease on it.
+func AddFD(fd int, id uint64, srcfd int, cloexec bool) (int, error) {
+	return addFD(fd, id, srcfd, cloexec, 0)
+}
+
+func addFD(fd int, id uint64, srcfd int, cloexec bool, flags uint32) (int, error) {
+	a := notifAddFD{ID: id, Flags: flags, SrcFD: uint32(srcfd)}
 	if cloexec {
 		a.NewFDFlags = unix.O_CLOEXEC
 	}

@@ -5,7 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/srt-go/srt/violation"
 )
@@ -51,7 +55,7 @@ func startViolationLog(store *violation.Store, file *os.File, stderr io.Writer, 
 				}
 			}
 			if debug {
-				fmt.Fprintf(stderr, "srt: blocked: %s\n", v.Raw)
+				fmt.Fprintf(stderr, "srt: blocked: %s\n", terminalSafe(v.Raw))
 			}
 		}
 	}()
@@ -98,7 +102,7 @@ func (l *violationLog) finish(quiet bool) {
 		if i == summaryLines {
 			break
 		}
-		fmt.Fprintf(l.stderr, "  %s\n", v.Raw)
+		fmt.Fprintf(l.stderr, "  %s\n", terminalSafe(v.Raw))
 	}
 	if more := total - min(len(vs), summaryLines); more > 0 {
 		where := ""
@@ -107,4 +111,26 @@ func (l *violationLog) finish(quiet bool) {
 		}
 		fmt.Fprintf(l.stderr, "  … and %d more%s\n", more, where)
 	}
+}
+
+// terminalSafe escapes what a terminal would act on (control and format
+// characters, escape sequences, invalid UTF-8) in a line that names things
+// from the sandbox: a file name can hold "\x1b]…" and rewrite the user's
+// screen, or a bidirectional override and reorder it.
+func terminalSafe(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case unicode.IsGraphic(r):
+			b.WriteRune(r)
+		default:
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+		i += size
+	}
+	return b.String()
 }

@@ -139,11 +139,7 @@ const umaskTTL = time.Second
 func newCreator(pol *policy.Policy, tmpdir string) *creator {
 	c := &creator{tmpdir: tmpdir, root: -1, ctty: -1, umasks: map[int]umaskEntry{}, noUmaskCache: map[int]bool{},
 		dirs: map[string]cachedDir{}}
-	add := func(p, rule string) {
-		segs := strings.Split(strings.TrimPrefix(p, "/"), "/")
-		c.rules = append(c.rules, nameRule{pattern: p, rule: rule, segs: segs,
-			hooks: p == "**/.git/hooks/**", config: p == "**/.git/config", need: literalParts(segs)})
-	}
+	add := c.addRule
 	for _, p := range pol.MandatoryPatterns {
 		add(p, "mandatory write-deny "+p)
 	}
@@ -157,10 +153,17 @@ func newCreator(pol *policy.Policy, tmpdir string) *creator {
 		if e.Resolved == "" {
 			continue
 		}
-		add(escapeGlob(e.Resolved), e.Rule)
-		add(escapeGlob(e.Resolved)+"/**", e.Rule)
+		add(policy.EscapeGlob(e.Resolved), e.Rule)
+		add(policy.EscapeGlob(e.Resolved)+"/**", e.Rule)
 	}
 	return c
+}
+
+// addRule adds write-deny pattern p (absolute or "**/…"), reported as rule.
+func (c *creator) addRule(p, rule string) {
+	segs := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	c.rules = append(c.rules, nameRule{pattern: p, rule: rule, segs: segs,
+		hooks: p == "**/.git/hooks/**", config: p == "**/.git/config", need: literalParts(segs)})
 }
 
 // literalParts returns substrings that every path matched by the pattern
@@ -229,17 +232,6 @@ func (c *creator) umaskCalled(pid int) {
 		}
 		c.noUmaskCache[tgid] = true
 	}
-}
-
-func escapeGlob(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`*?[]{}\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 // kinds of new names, for the git exceptions.
@@ -488,6 +480,14 @@ func (c *creator) resolve(pid, root int, dirfd int32, p string) (where, unix.Err
 		if !strings.HasPrefix(base, "/") {
 			return w, unix.ENOTDIR
 		}
+		if strings.HasSuffix(base, " (deleted)") {
+			// The directory was removed: the kernel says ENOENT, and
+			// the path read back names something else, if anything.
+			var st unix.Stat_t
+			if unix.Stat(link, &st) != nil || st.Nlink == 0 {
+				return w, unix.ENOENT
+			}
+		}
 		full = base + "/" + p
 	}
 	return c.resolveIn(pid, root, full)
@@ -627,6 +627,10 @@ func (c *creator) procDir(pid, root int, dir string) (string, bool) {
 			}
 			cur = next
 			continue
+		}
+		if strings.HasPrefix(next, "/proc/") && !procOwn(pid, next) {
+			unix.Close(fd)
+			return "", false // another process's magic link (procOwn)
 		}
 		n, err := unix.Readlinkat(fd, "", buf)
 		unix.Close(fd)
@@ -1022,6 +1026,13 @@ func (n *notifier) perform(fd int, nt seccomp.Notification, op string, dirfd, di
 			}
 			return 0, 0, r, o.real
 		}
+		var ost unix.Stat_t
+		if unix.Fstatat(o.dir, o.name, &ost, unix.AT_SYMLINK_NOFOLLOW) == nil && ost.Mode&unix.S_IFMT == unix.S_IFLNK {
+			// A hard link to a symbolic link is a symbolic link.
+			if r := cr.symlinkDenied(w.real); r != "" {
+				return 0, 0, r, w.real
+			}
+		}
 		return 0, errnoOf0(unix.Linkat(o.dir, o.name, w.dir, w.name, 0)), "", ""
 	case "rename":
 		o, e := cr.resolve(pid, root, dirfd2, name2)
@@ -1041,6 +1052,12 @@ func (n *notifier) perform(fd int, nt seccomp.Notification, op string, dirfd, di
 // link, not AT_EMPTY_PATH, which needs CAP_DAC_READ_SEARCH before Linux
 // 6.10.
 func (c *creator) linkObject(o int, w where) (int64, unix.Errno, string, string) {
+	var st unix.Stat_t
+	if unix.Fstat(o, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		if r := c.symlinkDenied(w.real); r != "" {
+			return 0, 0, r, w.real
+		}
+	}
 	if real, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(o)); err == nil {
 		if r := c.denied(real, kExisted); r != "" {
 			if readOnlyMount(o) {
@@ -1067,13 +1084,28 @@ func (n *notifier) create(fd int, nt seccomp.Notification, w where, flags, mode 
 }
 
 // send answers notification nt with nfd, the descriptor an open returned
-// (closed here), as the call's result; or with the open's error.
+// (closed here), as the call's result; or with the open's error. An
+// executable file (any x bit) is handed over in two steps — install,
+// close srt's copy, then answer — so that the caller, which may execute
+// it as soon as it has closed its own, never finds srt's copy still open
+// for writing (ETXTBSY). Other files go in one step (ADDFD with SEND),
+// which saves a wake-up.
 func send(fd int, nt seccomp.Notification, nfd int, err error, flags uint64) (int64, unix.Errno, string, string) {
 	if err != nil {
 		return 0, errnoOf(err), "", ""
 	}
+	cloexec := flags&unix.O_CLOEXEC != 0
+	var st unix.Stat_t
+	if unix.Fstat(nfd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Mode&0o111 != 0 {
+		n, err := seccomp.AddFD(fd, nt.ID, nfd, cloexec)
+		unix.Close(nfd)
+		if err != nil {
+			return 0, errnoOf(err), "", ""
+		}
+		return int64(n), 0, "", ""
+	}
 	defer unix.Close(nfd)
-	if _, err := seccomp.AddFDSend(fd, nt.ID, nfd, flags&unix.O_CLOEXEC != 0); err != nil {
+	if _, err := seccomp.AddFDSend(fd, nt.ID, nfd, cloexec); err != nil {
 		return 0, errnoOf(err), "", ""
 	}
 	return answered, 0, "", ""
@@ -1091,7 +1123,25 @@ func (n *notifier) openExisting(fd int, nt seccomp.Notification, w where, flags 
 		}
 		return 0, 0, r, w.real
 	}
-	nfd, err := unix.Openat(w.dir, w.name, int(flags)|unix.O_NOFOLLOW|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	// O_NONBLOCK: where another process holds a lease, fail at once
+	// instead of holding up every creation until the lease is broken;
+	// then wait off the loop, as the caller would have.
+	nfd, err := unix.Openat(w.dir, w.name, int(flags)|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if flags&unix.O_NONBLOCK == 0 {
+		if err == unix.EWOULDBLOCK {
+			o, err := unix.Openat(w.dir, w.name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return 0, errnoOf(err), "", ""
+			}
+			defer unix.Close(o)
+			return n.openWaiting(fd, nt, o, flags, false)
+		}
+		if err == nil {
+			if fl, ferr := unix.FcntlInt(uintptr(nfd), unix.F_GETFL, 0); ferr == nil {
+				unix.FcntlInt(uintptr(nfd), unix.F_SETFL, fl&^unix.O_NONBLOCK)
+			}
+		}
+	}
 	return send(fd, nt, nfd, err, flags)
 }
 
@@ -1233,8 +1283,8 @@ func (c *creator) callerTTY(pid int) (int, unix.Errno) {
 	return -1, unix.ENXIO
 }
 
-// maxFIFOWaiters bounds the FIFO opens waiting at once (openFIFO); more
-// fail with ENFILE.
+// maxFIFOWaiters bounds the opens waiting at once (openWaiting: FIFOs,
+// leases); more fail with ENFILE.
 const maxFIFOWaiters = 64
 
 // openFIFO opens FIFO obj on a thread of its own, since the open waits for
@@ -1243,6 +1293,14 @@ const maxFIFOWaiters = 64
 // that the sandbox is running; if not, it opens the FIFO itself (both
 // ends), which ends the wait, and the descriptor is dropped.
 func (n *notifier) openFIFO(fd int, nt seccomp.Notification, obj int, flags uint64) (int64, unix.Errno, string, string) {
+	return n.openWaiting(fd, nt, obj, flags, true)
+}
+
+// openWaiting opens obj with the caller's flags on a thread of its own and
+// answers from there: a FIFO's open waits for the other end (fifo), and a
+// file's waits while another process holds a lease on it (up to
+// /proc/sys/fs/lease-break-time). Only a FIFO's wait can be ended early.
+func (n *notifier) openWaiting(fd int, nt seccomp.Notification, obj int, flags uint64, fifo bool) (int64, unix.Errno, string, string) {
 	if n.fifoWaiters.Add(1) > maxFIFOWaiters {
 		n.fifoWaiters.Add(-1)
 		return 0, unix.ENFILE, "", "" // each costs srt a thread: bounded
@@ -1263,32 +1321,11 @@ func (n *notifier) openFIFO(fd int, nt seccomp.Notification, obj int, flags uint
 		}
 		p := "/proc/self/fd/" + strconv.Itoa(dup)
 		done, released := make(chan struct{}), make(chan bool, 1)
-		go func() {
-			t := time.NewTicker(50 * time.Millisecond)
-			defer t.Stop()
-			for {
-				select {
-				case <-done:
-					released <- false
-					return
-				case <-n.stopping:
-				case <-t.C:
-					if seccomp.IDValid(fd, nt.ID) {
-						continue
-					}
-				}
-				// O_RDWR is both ends, and never waits.
-				r, err := unix.Open(p, unix.O_RDWR|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-				if err != nil {
-					time.Sleep(50 * time.Millisecond) // try again
-					continue
-				}
-				<-done
-				unix.Close(r)
-				released <- true
-				return
-			}
-		}()
+		if !fifo {
+			released <- false
+		} else {
+			go n.releaseFIFO(fd, nt, p, done, released)
+		}
 		f := int(flags) &^ (unix.O_CREAT | unix.O_EXCL | unix.O_NOFOLLOW)
 		nfd, err := unix.Open(p, f|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 		close(done)
@@ -1299,16 +1336,45 @@ func (n *notifier) openFIFO(fd int, nt seccomp.Notification, obj int, flags uint
 			seccomp.Respond(fd, nt.ID, unix.EINTR) // the caller is gone, or the sandbox is ending
 			return
 		}
-		if err != nil {
-			seccomp.Respond(fd, nt.ID, errnoOf(err))
-			return
-		}
-		defer unix.Close(nfd)
-		if _, err := seccomp.AddFDSend(fd, nt.ID, nfd, flags&unix.O_CLOEXEC != 0); err != nil {
-			seccomp.Respond(fd, nt.ID, errnoOf(err))
+		val, errno, _, _ := send(fd, nt, nfd, err, flags)
+		switch {
+		case errno != 0:
+			seccomp.Respond(fd, nt.ID, errno)
+		case val != answered:
+			seccomp.RespondValue(fd, nt.ID, val)
 		}
 	}()
 	return answered, 0, "", ""
+}
+
+// releaseFIFO ends the wait of an open of FIFO p (a /proc/self/fd path)
+// when the caller is gone or the sandbox is ending, by opening both ends
+// itself; it says on released whether it did.
+func (n *notifier) releaseFIFO(fd int, nt seccomp.Notification, p string, done <-chan struct{}, released chan<- bool) {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			released <- false
+			return
+		case <-n.stopping:
+		case <-t.C:
+			if seccomp.IDValid(fd, nt.ID) {
+				continue
+			}
+		}
+		// O_RDWR is both ends, and never waits.
+		r, err := unix.Open(p, unix.O_RDWR|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err != nil {
+			time.Sleep(50 * time.Millisecond) // try again
+			continue
+		}
+		<-done
+		unix.Close(r)
+		released <- true
+		return
+	}
 }
 
 func errnoOf0(err error) unix.Errno {
@@ -1539,8 +1605,13 @@ func gitConfigHarmless(b []byte) bool {
 		if !gitConfigKeys[full] {
 			return false
 		}
-		v := strings.ToLower(strings.Trim(strings.TrimSpace(val), `"`))
-		if strings.HasPrefix(v, "ext::") || strings.HasPrefix(v, "fd::") || strings.HasPrefix(v, "-") {
+		v := strings.ToLower(strings.TrimSpace(val))
+		if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+			v = v[1 : len(v)-1]
+		}
+		// git joins quoted pieces and reads escapes ("e\"x\"t::",
+		// e"x"t::): a value with a quote or backslash inside is refused.
+		if strings.ContainsAny(v, `"\`) || strings.HasPrefix(v, "ext::") || strings.HasPrefix(v, "fd::") || strings.HasPrefix(v, "-") {
 			return false
 		}
 	}

@@ -53,7 +53,11 @@ type initSpec struct {
 	NotifyFD int `json:"notifyFd"`
 	// RequireListener makes a kernel without a TSYNC listener a setup
 	// error instead of the deny-only filter: creation-time name rules
-	// (filesystem.enforceNamesAtCreation) cannot hold without it.
+	// (filesystem.enforceNamesAtCreation) cannot hold without it. It
+	// also turns core dumps off (RLIMIT_CORE 0, hard): the kernel writes
+	// a core file without a system call srt sees, under a name
+	// core_pattern may take from the program ("%e"), in the working
+	// directory, which may be a .git/hooks.
 	RequireListener bool `json:"requireListener,omitempty"`
 	// AgentFD, when above 2, is a socket to srt over which PID 1 serves
 	// exec requests instead of running Argv (agent_linux.go).
@@ -139,6 +143,11 @@ func RunInit(args []string) {
 	// With Seccomp.Notify the refusals go to srt instead of returning an
 	// errno directly; see notify_linux.go for why PID 1 may carry that
 	// filter itself.
+	if spec.RequireListener {
+		if err := unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{}); err != nil {
+			fail(exitSetup, "turning core dumps off: %v", err)
+		}
+	}
 	if err := installFilter(&spec); err != nil {
 		fail(exitSetup, "seccomp filter: %v; refusing to run without it", err)
 	}

@@ -486,6 +486,14 @@ func bwrapArgs(p *policy.Policy, plan Plan, tmpdir, dir string, infoFD int) []st
 	for _, p := range []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/fs"} {
 		a = append(a, "--ro-bind-try", p, p)
 	}
+	// srt's state directory, when a write root holds it (allowWrite
+	// ["/tmp"]): read-only, and a mount point, so that the command can
+	// neither plant things for later runs nor rename it away and make a
+	// host directory where its TMPDIR was (which the creation-time rules
+	// take for the private tmpfs).
+	if state := filepath.Dir(tmpdir); !p.FilesystemDisabled && p.View == nil && p.Writable(policy.Resolve(state)) {
+		a = append(a, "--ro-bind", state, state)
+	}
 	// The command's private TMPDIR: a tmpfs at a mount point every sandbox
 	// of this user shares, private to this sandbox's mount namespace, so it
 	// leaves nothing on the host however the run ends.
