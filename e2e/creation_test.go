@@ -508,3 +508,24 @@ func TestCreationStateDir(t *testing.T) {
 		}
 	})
 }
+
+// TestCreationGitInitHere: git init works in the working directory itself
+// (no placeholder stands for its .git any more), its hooks stay empty, and
+// in the repository that then exists, .git/config is read-only and a
+// refused git config is recorded.
+func TestCreationGitInitHere(t *testing.T) {
+	forEachUser(t, func(t *testing.T, u *account) {
+		dir := u.workDir(t)
+		out, errOut, code := sh(t, u, dir, writeSettings, `git init -q && git -c user.email=a@b -c user.name=n commit -q --allow-empty -m one && git config user.email a@b && echo INIT-OK
+echo '#!/bin/sh' > .git/hooks/pre-commit && echo HOOK-WRITTEN; true`)
+		if code != 0 || !strings.Contains(out, "INIT-OK") || strings.Contains(out, "HOOK-WRITTEN") {
+			t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+		}
+		vfile := filepath.Join(u.workDir(t), "v.jsonl")
+		out, errOut, _ = srtRun{u: u, dir: dir, settings: writeSettings, pre: []string{"--violations", vfile},
+			args: []string{"sh", "-c", "git config user.name evil && echo CONFIG-WRITTEN"}}.run(t)
+		if strings.Contains(out, "CONFIG-WRITTEN") || !strings.Contains(errOut, ".git/config") {
+			t.Fatalf("existing repository's config: stdout %s\nstderr: %s", out, errOut)
+		}
+	})
+}

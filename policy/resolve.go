@@ -106,7 +106,7 @@ func (r *resolver) entries(key string, list []settings.PathEntry, deny bool) []P
 		}
 		matches := expandGlob(r.globAbs(e.Path))
 		if len(matches) == 0 {
-			r.p.Notes = append(r.p.Notes, fmt.Sprintf("%s: %q matches nothing now; files created later are not covered", rule, e.Path))
+			r.p.Notes = append(r.p.Notes, fmt.Sprintf("%s: %q matches nothing now", rule, e.Path))
 		}
 		for _, m := range matches {
 			out = append(out, makePath(m, rule))

@@ -153,10 +153,26 @@ func newCreator(pol *policy.Policy, tmpdir string) *creator {
 		if e.Resolved == "" {
 			continue
 		}
+		if e.Kind == policy.Missing && strings.HasPrefix(e.Rule, "mandatory: ") && matchesAny(pol.MandatoryPatterns, e.Resolved) {
+			// A missing mandatory name (.git/hooks where no repository is
+			// yet) is the business of its pattern, which lets git init
+			// make an empty hooks directory and a checked config.
+			continue
+		}
 		add(policy.EscapeGlob(e.Resolved), e.Rule)
 		add(policy.EscapeGlob(e.Resolved)+"/**", e.Rule)
 	}
 	return c
+}
+
+// matchesAny reports whether one of patterns matches p.
+func matchesAny(patterns []string, p string) bool {
+	for _, pat := range patterns {
+		if ok, _ := doublestar.Match(pat, p); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // addRule adds write-deny pattern p (absolute or "**/…"), reported as rule.
@@ -774,19 +790,21 @@ func (n *notifier) emulate(fd int, nt seccomp.Notification, c seccomp.Call) bool
 		}
 	}
 	// A call the mounts refused (a read-only path, a mount point) is
-	// recorded as the observer records the calls it lets run.
-	var ev fsEvent
-	observed := rule == "" && n.observe && (errno == unix.EROFS || errno == unix.EACCES || errno == unix.EPERM || errno == unix.EBUSY || errno == unix.EXDEV)
-	if observed {
-		ev = n.observedCall(nt, c)
+	// recorded as the observer records the calls it lets run; classified
+	// now, while the caller waits and its files are as they were (git
+	// removes its config.lock as soon as the rename fails).
+	if rule == "" && n.observe && (errno == unix.EROFS || errno == unix.EACCES || errno == unix.EPERM || errno == unix.EBUSY || errno == unix.EXDEV) {
+		ev := n.observedCall(nt, c)
+		if ev.path != "" && n.interesting(ev) {
+			if v, ok := n.refusal(ev); ok {
+				n.on(v)
+			}
+		}
 	}
 	if errno != 0 {
 		seccomp.Respond(fd, nt.ID, errno)
 	} else {
 		seccomp.RespondValue(fd, nt.ID, val)
-	}
-	if observed {
-		n.classify(ev)
 	}
 	if rule != "" {
 		if nsPID != 1 {

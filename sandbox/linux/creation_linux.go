@@ -61,6 +61,9 @@ func CreationRules(p *policy.Policy, weak bool) (on bool, notice string, err err
 	}
 	want, explicit := p.Settings.Filesystem.NamesAtCreation()
 	if !want {
+		if len(p.DenyWriteGlobs) > 0 {
+			return false, "filesystem.enforceNamesAtCreation is false: files created during the run that match filesystem.denyWrite globs are not refused", nil
+		}
 		return false, "", nil
 	}
 	why := CreationRulesSupported()

@@ -31,7 +31,8 @@ func TestCreationRulesDecision(t *testing.T) {
 		{name: "absent, unsupported", notice: true},
 		{name: "absent, globs, unsupported", globs: true, err: "denyWrite holds globs"},
 		{name: "true, unsupported", key: &on, err: "enforceNamesAtCreation is true"},
-		{name: "false, globs, unsupported", key: &off, globs: true},
+		{name: "false, globs, unsupported", key: &off, globs: true, notice: true},
+		{name: "false, globs, supported", key: &off, globs: true, supported: true, notice: true},
 		{name: "absent, weak", supported: true, weak: true, notice: true},
 		{name: "true, weak", key: &on, supported: true, weak: true, err: "Landlock"},
 	} {
