@@ -155,9 +155,11 @@ cd ..
 echo "gitdir: x/.git" > .git && exit 25
 mkdir sub && echo "gitdir: ../x/.git" > sub/.git && exit 26
 git init -q --separate-git-dir=gd wt 2>/dev/null && exit 28
-git init -q z && mv z/.git g && printf '#!/bin/sh\necho HOOK\n' > g/hooks/pre-commit && chmod +x g/hooks/pre-commit || exit 29
-chmod 000 g && mv g z/.git 2>/dev/null && exit 27
-chmod 755 g
+git init -q z && mv z/.git g || exit 29
+printf '#!/bin/sh\necho HOOK\n' > g/hooks/pre-commit 2>/dev/null && exit 30
+mkdir -p h/hooks && printf '#!/bin/sh\necho HOOK\n' > h/hooks/pre-commit && chmod +x h/hooks/pre-commit || exit 31
+chmod 000 h && mv h z/.git 2>/dev/null && exit 27
+chmod 755 h
 git init -q src && git -C src -c user.email=a@b -c user.name=n commit -q --allow-empty -m one || exit 24
 git clone -q src y || exit 20
 git -C y log --oneline | grep -q one || exit 21
@@ -526,6 +528,40 @@ echo '#!/bin/sh' > .git/hooks/pre-commit && echo HOOK-WRITTEN; true`)
 			args: []string{"sh", "-c", "git config user.name evil && echo CONFIG-WRITTEN"}}.run(t)
 		if strings.Contains(out, "CONFIG-WRITTEN") || !strings.Contains(errOut, ".git/config") {
 			t.Fatalf("existing repository's config: stdout %s\nstderr: %s", out, errOut)
+		}
+	})
+}
+
+// TestCreationBareRepository: a directory git treats as a repository
+// without being named .git (HEAD, objects/, refs/: git init --bare, or
+// made by hand) gets the rules of a new .git: host git run in it later
+// finds no hook and no dangerous config.
+func TestCreationBareRepository(t *testing.T) {
+	forEachUser(t, func(t *testing.T, u *account) {
+		dir := u.workDir(t)
+		script := `git init -q --bare b1 || exit 10
+git init -q src && git -C src -c user.email=a@b -c user.name=n commit -q --allow-empty -m one || exit 11
+git clone -q --bare src b2 || exit 12
+git clone -q --mirror src b3 || exit 13
+git -C b1 config core.fsmonitor "touch PWNED" 2>/dev/null && exit 20
+echo '#!/bin/sh' > b1/hooks/pre-receive 2>/dev/null && exit 21
+mkdir m m/objects m/refs && printf '[core]\n\tfsmonitor = touch PWNED\n\tworktree = ..\n' > m/config || exit 14
+echo 'ref: refs/heads/main' > m/HEAD 2>/dev/null && exit 22
+mkdir n n/objects n/refs && echo 'ref: refs/heads/main' > n/HEAD || exit 15
+printf '[core]\n\tfsmonitor = x\n' > n/config 2>/dev/null && exit 23
+mkdir -p q/hooks q/objects q/refs && echo x > q/hooks/post-checkout && echo 'ref: refs/heads/main' > q/HEAD 2>/dev/null && exit 24
+echo ok`
+		out, errOut, code := sh(t, u, dir, writeSettings, script)
+		if code != 0 || !strings.Contains(out, "ok") {
+			t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+		}
+		for _, p := range []string{"b1/hooks/pre-receive", "m/HEAD", "n/config", "q/HEAD"} {
+			if _, err := os.Lstat(filepath.Join(dir, p)); err == nil {
+				t.Errorf("%s exists on the host", p)
+			}
+		}
+		if b, _ := os.ReadFile(filepath.Join(dir, "b1/config")); strings.Contains(string(b), "fsmonitor") {
+			t.Errorf("b1/config:\n%s", b)
 		}
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -200,6 +201,10 @@ func (w *walker) gitDir(dir string, g os.DirEntry) {
 // gitRedirects are the entries of a git directory that redirect where git
 // reads configuration and hooks from (gitrepository-layout(5)).
 var gitRedirects = []string{"commondir", "config.worktree", "modules", "worktrees"}
+
+// GitRedirects returns the entries of a git directory that redirect where
+// git reads its configuration and hooks from (gitRedirects).
+func GitRedirects() []string { return slices.Clone(gitRedirects) }
 
 // readGitFile returns the directory named by a "gitdir: PATH" file, or "".
 func readGitFile(path string) string {

@@ -302,6 +302,111 @@ func containsAll(p string, need []string) bool {
 	return true
 }
 
+// Git directories that are not named .git. git treats any directory
+// holding HEAD, objects/ and refs/ as a repository (a bare one, or one
+// with core.worktree), and runs its hooks and config when a user works in
+// it: the name rules above cover only .git. So a directory that becomes
+// one during the run is held to the rules of a new .git: its config only
+// harmless keys (written through the lock and rename), its hooks only
+// *.sample files, none of the redirects (commondir, …).
+
+// gitDirEntries make a directory a git directory (is_git_directory()).
+var gitDirEntries = []string{"HEAD", "objects", "refs"}
+
+// isGitDir reports whether directory dir holds every entry of
+// gitDirEntries, counting adding as present.
+func isGitDir(dir int, adding string) bool {
+	for _, e := range gitDirEntries {
+		if e == adding {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Fstatat(dir, e, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// gitDirRule says why name may not come into being (as kind) in the
+// directory w is in, when that directory is or becomes a git directory;
+// "" when it may. Only the names below need a look at the directory.
+func (c *creator) gitDirRule(w where, kind int) string {
+	if policy.Within(w.real, c.tmpdir) || policy.Within(w.real, "/dev") || policy.Within(w.real, "/proc") {
+		return ""
+	}
+	switch w.name {
+	case "HEAD", "objects", "refs":
+		// The last of the three makes a git directory: what is there
+		// must be what a new one may hold.
+		if !isGitDir(w.dir, "") && isGitDir(w.dir, w.name) {
+			return c.gitDirUnsafe(w.dir)
+		}
+	case "config":
+		if kind != kConfig && isGitDir(w.dir, "") {
+			return bareRule
+		}
+	case "hooks":
+		if kind != kDir && isGitDir(w.dir, "") {
+			return bareRule
+		}
+	case "commondir", "config.worktree", "modules", "worktrees":
+		if isGitDir(w.dir, "") {
+			return bareRule
+		}
+	}
+	if path.Base(path.Dir(w.real)) == "hooks" && !(kind == kFile && strings.HasSuffix(w.name, ".sample")) {
+		if gp, err := unix.Openat(w.dir, "..", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+			defer unix.Close(gp)
+			if isGitDir(gp, "") {
+				return bareRule
+			}
+		}
+	}
+	return ""
+}
+
+const bareRule = "mandatory write-deny: hooks, config and redirects of a git directory (HEAD, objects/, refs/) made during the run"
+
+// gitDirUnsafe checks a directory about to become a git directory.
+func (c *creator) gitDirUnsafe(dir int) string {
+	for _, r := range policy.GitRedirects() {
+		var st unix.Stat_t
+		if unix.Fstatat(dir, r, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+			return bareRule
+		}
+	}
+	if fd, err := unix.Openat(dir, "config", unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0); err == nil {
+		f := os.NewFile(uintptr(fd), "config")
+		b := make([]byte, 1<<20+1)
+		nb, _ := f.Read(b)
+		var st unix.Stat_t
+		regular := unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG
+		f.Close()
+		if !regular || nb > 1<<20 || !gitConfigHarmless(b[:nb]) {
+			return bareRule
+		}
+	} else if err != unix.ENOENT {
+		return bareRule
+	}
+	if fd, err := unix.Openat(dir, "hooks", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
+		f := os.NewFile(uintptr(fd), "hooks")
+		ents, err := f.ReadDir(-1)
+		f.Close()
+		if err != nil {
+			return bareRule
+		}
+		for _, e := range ents {
+			if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".sample") {
+				return bareRule
+			}
+		}
+	} else if err != unix.ENOENT {
+		return bareRule
+	}
+	return ""
+}
+
 // gitFileRule refuses a .git that is not a directory: a file holding
 // "gitdir: DIR" makes git use DIR, whose hooks and config no rule
 // protects (git init --separate-git-dir, worktrees and submodules make
@@ -988,6 +1093,9 @@ func (n *notifier) perform(fd int, nt seccomp.Notification, op string, dirfd, di
 		if r := cr.denied(w.real, kDir); r != "" {
 			return 0, 0, r, w.real
 		}
+		if r := cr.gitDirRule(w, kDir); r != "" {
+			return 0, 0, r, w.real
+		}
 		unix.Umask(cr.umaskOf(pid))
 		cr.forgetDirs()
 		return 0, errnoOf0(unix.Mkdirat(w.dir, w.name, uint32(mode&0o7777))), "", ""
@@ -999,16 +1107,25 @@ func (n *notifier) perform(fd int, nt seccomp.Notification, op string, dirfd, di
 		if r := cr.denied(w.real, kind); r != "" {
 			return 0, 0, r, w.real
 		}
+		if r := cr.gitDirRule(w, kind); r != "" {
+			return 0, 0, r, w.real
+		}
 		unix.Umask(cr.umaskOf(pid))
 		return 0, errnoOf0(unix.Mknodat(w.dir, w.name, uint32(mode), int(flags))), "", ""
 	case "symlink":
 		if r := cr.symlinkDenied(w.real); r != "" {
 			return 0, 0, r, w.real
 		}
+		if r := cr.gitDirRule(w, kOther); r != "" {
+			return 0, 0, r, w.real
+		}
 		cr.forgetDirs()
 		return 0, errnoOf0(unix.Symlinkat(name2, w.dir, w.name)), "", ""
 	case "link":
 		if r := cr.denied(w.real, kOther); r != "" {
+			return 0, 0, r, w.real
+		}
+		if r := cr.gitDirRule(w, kOther); r != "" {
 			return 0, 0, r, w.real
 		}
 		if flags&unix.AT_EMPTY_PATH != 0 && name2 == "" {
@@ -1093,6 +1210,9 @@ func (c *creator) linkObject(o int, w where) (int64, unix.Errno, string, string)
 func (n *notifier) create(fd int, nt seccomp.Notification, w where, flags, mode uint64) (int64, unix.Errno, string, string) {
 	if flags&unix.O_TMPFILE != unix.O_TMPFILE {
 		if r := n.cr.denied(w.real, kFile); r != "" {
+			return 0, 0, r, w.real
+		}
+		if r := n.cr.gitDirRule(w, kFile); r != "" {
 			return 0, 0, r, w.real
 		}
 	}
@@ -1425,13 +1545,17 @@ func (n *notifier) rename(o, w where, flags uint64, pid int) (int64, unix.Errno,
 		return 0, 0, r, o.real
 	}
 	kind := kOther
-	if !exchange && ost.Mode&unix.S_IFMT == unix.S_IFREG && path.Dir(o.real) == path.Dir(w.real) && n.cr.isGitConfig(w.real) {
+	if !exchange && ost.Mode&unix.S_IFMT == unix.S_IFREG && path.Dir(o.real) == path.Dir(w.real) &&
+		(n.cr.isGitConfig(w.real) || w.name == "config" && isGitDir(w.dir, "")) {
 		kind = kConfig
 	}
 	if ost.Mode&unix.S_IFMT == unix.S_IFDIR {
 		kind = kDir // what it holds is checked below (treeDenied)
 	}
 	if r := n.cr.denied(w.real, kind); r != "" {
+		return 0, 0, r, w.real
+	}
+	if r := n.cr.gitDirRule(w, kind); r != "" {
 		return 0, 0, r, w.real
 	}
 	if ost.Mode&unix.S_IFMT == unix.S_IFLNK {
