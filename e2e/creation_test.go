@@ -550,6 +550,12 @@ echo 'ref: refs/heads/main' > m/HEAD 2>/dev/null && exit 22
 mkdir n n/objects n/refs && echo 'ref: refs/heads/main' > n/HEAD || exit 15
 printf '[core]\n\tfsmonitor = x\n' > n/config 2>/dev/null && exit 23
 mkdir -p q/hooks q/objects q/refs && echo x > q/hooks/post-checkout && echo 'ref: refs/heads/main' > q/HEAD 2>/dev/null && exit 24
+mkdir r r/objects r/refs && printf '[core]\n\tbare = true\n' > r/config && exec 3>>r/config || exit 16
+echo 'ref: refs/heads/main' > r/HEAD || exit 17
+printf '\tfsmonitor = touch PWNED\n' >&3; exec 3>&-
+printf '\tfsmonitor = touch PWNED\n' >> r/config 2>/dev/null && exit 25
+mkdir hk && echo x > hk/post-checkout && mv hk r/hooks 2>/dev/null && exit 26
+mkdir -p c/objects c/refs && echo c > commondir 2>/dev/null && exit 27
 echo ok`
 		out, errOut, code := sh(t, u, dir, writeSettings, script)
 		if code != 0 || !strings.Contains(out, "ok") {
@@ -560,8 +566,10 @@ echo ok`
 				t.Errorf("%s exists on the host", p)
 			}
 		}
-		if b, _ := os.ReadFile(filepath.Join(dir, "b1/config")); strings.Contains(string(b), "fsmonitor") {
-			t.Errorf("b1/config:\n%s", b)
+		for _, c := range []string{"b1/config", "r/config"} {
+			if b, _ := os.ReadFile(filepath.Join(dir, c)); strings.Contains(string(b), "fsmonitor") {
+				t.Errorf("%s:\n%s", c, b)
+			}
 		}
 	})
 }

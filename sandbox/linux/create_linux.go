@@ -269,6 +269,11 @@ func (c *creator) denied(p string, kind int) string {
 	if kind != kDir && kind != kSource && path.Base(p) == ".git" {
 		return gitFileRule
 	}
+	if kind != kSource && path.Base(p) == "commondir" {
+		// Next to a HEAD it makes a git directory of objects and refs
+		// elsewhere, whose config and hooks git then uses.
+		return commondirRule
+	}
 	for _, r := range c.rules {
 		if !containsAll(p, r.need) {
 			continue
@@ -350,6 +355,8 @@ func (c *creator) gitDirRule(w where, kind int) string {
 		if kind != kDir && isGitDir(w.dir, "") {
 			return bareRule
 		}
+		// A directory renamed into place (kDir) is checked by the caller
+		// (onlySamples).
 	case "commondir", "config.worktree", "modules", "worktrees":
 		if isGitDir(w.dir, "") {
 			return bareRule
@@ -365,6 +372,8 @@ func (c *creator) gitDirRule(w where, kind int) string {
 	}
 	return ""
 }
+
+const commondirRule = "mandatory write-deny: a commondir file (it points git at another directory's config and hooks)"
 
 const bareRule = "mandatory write-deny: hooks, config and redirects of a git directory (HEAD, objects/, refs/) made during the run"
 
@@ -386,6 +395,12 @@ func (c *creator) gitDirUnsafe(dir int) string {
 		if !regular || nb > 1<<20 || !gitConfigHarmless(b[:nb]) {
 			return bareRule
 		}
+		// Made before the directory was a git directory, the config may
+		// still be open for writing in the sandbox: put a copy of srt's
+		// in its place, which nothing there holds.
+		if replaceFile(dir, "config", b[:nb], st.Mode&0o777) != nil {
+			return bareRule
+		}
 	} else if err != unix.ENOENT {
 		return bareRule
 	}
@@ -405,6 +420,66 @@ func (c *creator) gitDirUnsafe(dir int) string {
 		return bareRule
 	}
 	return ""
+}
+
+// onlySamples reports whether directory name in dir is empty or holds only
+// regular *.sample files (what git init puts in hooks/).
+func onlySamples(dir int, name string) bool {
+	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
+	ents, err := f.ReadDir(-1)
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".sample") {
+			return false
+		}
+	}
+	return true
+}
+
+// gitDirRuleAt is gitDirRule for real path p, an existing object srt
+// reached through a descriptor.
+func (c *creator) gitDirRuleAt(p string, kind int) string {
+	base, parent := path.Base(p), path.Base(path.Dir(p))
+	if base != "config" && base != "hooks" && parent != "hooks" || c.root < 0 {
+		return ""
+	}
+	d, err := openInRoot(c.root, path.Dir(p)+"/")
+	if err != nil {
+		return bareRule // cannot tell: fail closed
+	}
+	defer unix.Close(d)
+	return c.gitDirRule(where{dir: d, name: base, real: p}, kind)
+}
+
+// replaceFile renames a new file of srt's holding b (mode perm) over name
+// in dir.
+func replaceFile(dir int, name string, b []byte, perm uint32) error {
+	var rnd [8]byte
+	rand.Read(rnd[:])
+	tmp := "." + name + ".srt-" + hex.EncodeToString(rnd[:])
+	fd, err := unix.Openat(dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = unix.Write(fd, b)
+	if err == nil {
+		err = unix.Fchmod(fd, perm)
+	}
+	unix.Close(fd)
+	if err == nil {
+		err = unix.Renameat(dir, tmp, dir, name)
+	}
+	if err != nil {
+		unix.Unlinkat(dir, tmp, 0)
+	}
+	return err
 }
 
 // gitFileRule refuses a .git that is not a directory: a file holding
@@ -1261,6 +1336,9 @@ func (n *notifier) openExisting(fd int, nt seccomp.Notification, w where, flags 
 		}
 		return 0, 0, r, w.real
 	}
+	if r := n.cr.gitDirRule(w, kExisted); r != "" {
+		return 0, 0, r, w.real
+	}
 	// O_NONBLOCK: where another process holds a lease, fail at once
 	// instead of holding up every creation until the lease is broken;
 	// then wait off the loop, as the caller would have.
@@ -1319,6 +1397,9 @@ func (n *notifier) reopen(fd int, nt seccomp.Notification, obj int, flags uint64
 			}
 			return 0, 0, r, real
 		}
+		if r := n.cr.gitDirRuleAt(real, kExisted); r != "" {
+			return 0, 0, r, real
+		}
 	case unix.S_IFDIR:
 		if flags&unix.O_CREAT != 0 && flags&(unix.O_WRONLY|unix.O_RDWR|unix.O_TRUNC) == 0 {
 			return 0, unix.EISDIR, "", ""
@@ -1365,6 +1446,9 @@ func (c *creator) truncate(obj int, length int64) (int64, unix.Errno, string, st
 		if readOnlyMount(obj) {
 			return 0, unix.EROFS, "", ""
 		}
+		return 0, 0, r, real
+	}
+	if r := c.gitDirRuleAt(real, kExisted); r != "" {
 		return 0, 0, r, real
 	}
 	wfd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(obj), unix.O_WRONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
@@ -1557,6 +1641,13 @@ func (n *notifier) rename(o, w where, flags uint64, pid int) (int64, unix.Errno,
 	}
 	if r := n.cr.gitDirRule(w, kind); r != "" {
 		return 0, 0, r, w.real
+	}
+	// A directory moved in as a git directory's hooks brings its files.
+	if ost.Mode&unix.S_IFMT == unix.S_IFDIR && w.name == "hooks" && isGitDir(w.dir, "") && !onlySamples(o.dir, o.name) {
+		return 0, 0, bareRule, w.real
+	}
+	if exchange && wErr == nil && wst.Mode&unix.S_IFMT == unix.S_IFDIR && o.name == "hooks" && isGitDir(o.dir, "") && !onlySamples(w.dir, w.name) {
+		return 0, 0, bareRule, o.real
 	}
 	if ost.Mode&unix.S_IFMT == unix.S_IFLNK {
 		if r := n.cr.symlinkDenied(w.real); r != "" {
