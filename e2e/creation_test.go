@@ -556,6 +556,13 @@ printf '\tfsmonitor = touch PWNED\n' >&3; exec 3>&-
 printf '\tfsmonitor = touch PWNED\n' >> r/config 2>/dev/null && exit 25
 mkdir hk && echo x > hk/post-checkout && mv hk r/hooks 2>/dev/null && exit 26
 mkdir -p c/objects c/refs && echo c > commondir 2>/dev/null && exit 27
+mkdir x x/objects x/refs x/hooks x/.h && printf '[core]\n\tbare = true\n' > x/config && echo 'ref: refs/heads/main' > x/HEAD || exit 18
+printf '[core]\n\tfsmonitor = touch PWNED\n' > x/.h/config && ln -s .h x/.lnk || exit 19
+xchg() { python3 -c 'import ctypes, sys; sys.exit(ctypes.CDLL(None).renameat2(-100, sys.argv[1].encode(), -100, sys.argv[2].encode(), 2) != 0)' "$1" "$2"; }
+xchg x/config x/.h/config 2>/dev/null && exit 28
+xchg x/.h/config x/config 2>/dev/null && exit 29
+xchg x/hooks x/.lnk 2>/dev/null && exit 30
+xchg x/.lnk x/hooks 2>/dev/null && exit 31
 echo ok`
 		out, errOut, code := sh(t, u, dir, writeSettings, script)
 		if code != 0 || !strings.Contains(out, "ok") {
@@ -566,7 +573,10 @@ echo ok`
 				t.Errorf("%s exists on the host", p)
 			}
 		}
-		for _, c := range []string{"b1/config", "r/config"} {
+		if fi, err := os.Lstat(filepath.Join(dir, "x/hooks")); err != nil || !fi.IsDir() {
+			t.Errorf("x/hooks is no longer a directory: %v", err)
+		}
+		for _, c := range []string{"b1/config", "r/config", "x/config"} {
 			if b, _ := os.ReadFile(filepath.Join(dir, c)); strings.Contains(string(b), "fsmonitor") {
 				t.Errorf("%s:\n%s", c, b)
 			}

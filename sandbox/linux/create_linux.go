@@ -1642,6 +1642,23 @@ func (n *notifier) rename(o, w where, flags uint64, pid int) (int64, unix.Errno,
 	if r := n.cr.gitDirRule(w, kind); r != "" {
 		return 0, 0, r, w.real
 	}
+	if exchange {
+		// The other end is a name coming into being too: what w holds
+		// lands at o. In a git directory, its config and hooks are not
+		// exchanged at all (a symlink or a crafted config would go in).
+		wKind := kOther
+		if wErr == nil && wst.Mode&unix.S_IFMT == unix.S_IFDIR {
+			wKind = kDir
+		}
+		if r := n.cr.gitDirRule(o, wKind); r != "" {
+			return 0, 0, r, o.real
+		}
+		for _, e := range []where{o, w} {
+			if (e.name == "config" || e.name == "hooks") && isGitDir(e.dir, "") {
+				return 0, 0, bareRule, e.real
+			}
+		}
+	}
 	// A directory moved in as a git directory's hooks brings its files.
 	if ost.Mode&unix.S_IFMT == unix.S_IFDIR && w.name == "hooks" && isGitDir(w.dir, "") && !onlySamples(o.dir, o.name) {
 		return 0, 0, bareRule, w.real
