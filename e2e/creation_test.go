@@ -456,11 +456,13 @@ time.sleep(2)
 """], stdout=subprocess.PIPE)
 holder.stdout.readline()
 writer = subprocess.Popen([sys.executable, "-c", "import os; os.open('leased', os.O_WRONLY); open('opened', 'w').close()"])
+# The same through a descriptor the writer holds (/proc/self/fd/N).
+writer2 = subprocess.Popen([sys.executable, "-c", "import os; fd = os.open('leased', os.O_RDONLY); os.open('/proc/self/fd/%d' % fd, os.O_WRONLY); open('opened2', 'w').close()"])
 time.sleep(0.3)
 open("other", "w").write("y")   # must not wait for the lease
-print("other done; writer opened: %s" % os.path.exists("opened"))
-writer.wait(); holder.wait()
-print("writer opened: %s" % os.path.exists("opened"))
+print("other done; writer opened: %s" % (os.path.exists("opened") or os.path.exists("opened2")))
+writer.wait(); writer2.wait(); holder.wait()
+print("writer opened: %s" % (os.path.exists("opened") and os.path.exists("opened2")))
 `
 		out, errOut, code := runSrt(t, u, dir, writeSettings, "python3", "-c", script)
 		if code != 0 || !strings.Contains(out, "other done; writer opened: False") || !strings.Contains(out, "\nwriter opened: True") {

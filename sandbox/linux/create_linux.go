@@ -1353,9 +1353,7 @@ func (n *notifier) openExisting(fd int, nt seccomp.Notification, w where, flags 
 			return n.openWaiting(fd, nt, o, flags, false)
 		}
 		if err == nil {
-			if fl, ferr := unix.FcntlInt(uintptr(nfd), unix.F_GETFL, 0); ferr == nil {
-				unix.FcntlInt(uintptr(nfd), unix.F_SETFL, fl&^unix.O_NONBLOCK)
-			}
+			clearNonblock(nfd)
 		}
 	}
 	return send(fd, nt, nfd, err, flags)
@@ -1421,8 +1419,27 @@ func (n *notifier) reopen(fd int, nt seccomp.Notification, obj int, flags uint64
 		}
 	}
 	f := int(flags) &^ (unix.O_CREAT | unix.O_EXCL | unix.O_NOFOLLOW)
+	if st.Mode&unix.S_IFMT == unix.S_IFREG && flags&unix.O_NONBLOCK == 0 {
+		// A lease: as in openExisting, never wait on the loop.
+		nfd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(obj), f|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+		if err == unix.EWOULDBLOCK {
+			return n.openWaiting(fd, nt, obj, flags, false)
+		}
+		if err == nil {
+			clearNonblock(nfd)
+		}
+		return send(fd, nt, nfd, err, flags)
+	}
 	nfd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(obj), f|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	return send(fd, nt, nfd, err, flags)
+}
+
+// clearNonblock takes back the O_NONBLOCK srt added to an open (to fail
+// at once on a lease) that the caller did not ask for.
+func clearNonblock(fd int) {
+	if fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0); err == nil {
+		unix.FcntlInt(uintptr(fd), unix.F_SETFL, fl&^unix.O_NONBLOCK)
+	}
 }
 
 // truncate performs truncate(2) on obj, a checked existing name.
@@ -1753,7 +1770,9 @@ func (c *creator) treeDenied(dir int, name, from, to string) (string, string) {
 // gitConfigRename replaces .git/config with the checked content of the
 // lock file o, and removes o.
 func (c *creator) gitConfigRename(o, w where, um int) unix.Errno {
-	src, err := unix.Openat(o.dir, o.name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	// O_NONBLOCK: a lease on the lock must not hold up the loop; the
+	// rename then fails (EAGAIN), and git says so.
+	src, err := unix.Openat(o.dir, o.name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return errnoOf(err)
 	}
