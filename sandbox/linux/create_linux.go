@@ -56,6 +56,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"io"
 	"os"
 	"path"
 	"runtime"
@@ -385,38 +386,18 @@ func (c *creator) gitDirUnsafe(dir int) string {
 			return bareRule
 		}
 	}
-	if fd, err := unix.Openat(dir, "config", unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0); err == nil {
-		f := os.NewFile(uintptr(fd), "config")
-		b := make([]byte, 1<<20+1)
-		nb, _ := f.Read(b)
-		var st unix.Stat_t
-		regular := unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG
-		f.Close()
-		if !regular || nb > 1<<20 || !gitConfigHarmless(b[:nb]) {
-			return bareRule
-		}
+	if b, mode, err := readConfig(dir, "config"); err == nil {
 		// Made before the directory was a git directory, the config may
 		// still be open for writing in the sandbox: put a copy of srt's
 		// in its place, which nothing there holds.
-		if replaceFile(dir, "config", b[:nb], st.Mode&0o777) != nil {
+		if !gitConfigHarmless(b) || replaceFile(dir, "config", b, mode) != nil {
 			return bareRule
 		}
 	} else if err != unix.ENOENT {
 		return bareRule
 	}
-	if fd, err := unix.Openat(dir, "hooks", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
-		f := os.NewFile(uintptr(fd), "hooks")
-		ents, err := f.ReadDir(-1)
-		f.Close()
-		if err != nil {
-			return bareRule
-		}
-		for _, e := range ents {
-			if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".sample") {
-				return bareRule
-			}
-		}
-	} else if err != unix.ENOENT {
+	var st unix.Stat_t
+	if err := unix.Fstatat(dir, "hooks", &st, unix.AT_SYMLINK_NOFOLLOW); err == nil && !onlySamples(dir, "hooks") || err != nil && err != unix.ENOENT {
 		return bareRule
 	}
 	return ""
@@ -1363,7 +1344,7 @@ func (n *notifier) openExisting(fd int, nt seccomp.Notification, w where, flags 
 // rules are checked on its real path, then it is opened again through
 // /proc/self/fd with the caller's flags. /dev/tty is the caller's
 // controlling terminal, not srt's; a FIFO with no reader yet is opened
-// off the loop (openFIFO), since the open waits for one.
+// off the loop (openWaiting), since the open waits for one.
 func (n *notifier) reopen(fd int, nt seccomp.Notification, obj int, flags uint64) (int64, unix.Errno, string, string) {
 	var st unix.Stat_t
 	if err := unix.Fstat(obj, &st); err != nil {
@@ -1415,7 +1396,7 @@ func (n *notifier) reopen(fd int, nt seccomp.Notification, obj int, flags uint64
 		// Without O_NONBLOCK, a read or write open waits for the other
 		// end (O_RDWR never waits on Linux: fifo(7)).
 		if acc := flags & unix.O_ACCMODE; acc != unix.O_RDWR && flags&unix.O_NONBLOCK == 0 {
-			return n.openFIFO(fd, nt, obj, flags)
+			return n.openWaiting(fd, nt, obj, flags, true)
 		}
 	}
 	f := int(flags) &^ (unix.O_CREAT | unix.O_EXCL | unix.O_NOFOLLOW)
@@ -1522,37 +1503,28 @@ func (c *creator) callerTTY(pid int) (int, unix.Errno) {
 	return -1, unix.ENXIO
 }
 
-// maxFIFOWaiters bounds the opens waiting at once (openWaiting: FIFOs,
+// maxWaiters bounds the opens waiting at once (openWaiting: FIFOs,
 // leases); more fail with ENFILE.
-const maxFIFOWaiters = 64
-
-// openFIFO opens FIFO obj on a thread of its own, since the open waits for
-// the other end, and answers the notification from there. While it
-// waits, a watcher checks every 50 ms that the caller still waits and
-// that the sandbox is running; if not, it opens the FIFO itself (both
-// ends), which ends the wait, and the descriptor is dropped.
-func (n *notifier) openFIFO(fd int, nt seccomp.Notification, obj int, flags uint64) (int64, unix.Errno, string, string) {
-	return n.openWaiting(fd, nt, obj, flags, true)
-}
+const maxWaiters = 64
 
 // openWaiting opens obj with the caller's flags on a thread of its own and
 // answers from there: a FIFO's open waits for the other end (fifo), and a
 // file's waits while another process holds a lease on it (up to
 // /proc/sys/fs/lease-break-time). Only a FIFO's wait can be ended early.
 func (n *notifier) openWaiting(fd int, nt seccomp.Notification, obj int, flags uint64, fifo bool) (int64, unix.Errno, string, string) {
-	if n.fifoWaiters.Add(1) > maxFIFOWaiters {
-		n.fifoWaiters.Add(-1)
+	if n.waiters.Add(1) > maxWaiters {
+		n.waiters.Add(-1)
 		return 0, unix.ENFILE, "", "" // each costs srt a thread: bounded
 	}
 	dup, err := unix.FcntlInt(uintptr(obj), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
-		n.fifoWaiters.Add(-1)
+		n.waiters.Add(-1)
 		return 0, errnoOf(err), "", ""
 	}
 	n.pending.Add(1)
 	go func() {
 		defer n.pending.Done()
-		defer n.fifoWaiters.Add(-1)
+		defer n.waiters.Add(-1)
 		defer unix.Close(dup)
 		if err := prepareCreatorThread(); err != nil {
 			seccomp.Respond(fd, nt.ID, unix.EACCES)
@@ -1770,38 +1742,42 @@ func (c *creator) treeDenied(dir int, name, from, to string) (string, string) {
 // gitConfigRename replaces .git/config with the checked content of the
 // lock file o, and removes o.
 func (c *creator) gitConfigRename(o, w where, um int) unix.Errno {
-	// O_NONBLOCK: a lease on the lock must not hold up the loop; the
-	// rename then fails (EAGAIN), and git says so.
-	src, err := unix.Openat(o.dir, o.name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return errnoOf(err)
-	}
-	f := os.NewFile(uintptr(src), o.name)
-	b := make([]byte, 1<<20+1)
-	nb, _ := f.Read(b)
-	f.Close()
-	if nb > 1<<20 || !gitConfigHarmless(b[:nb]) {
+	// O_NONBLOCK (readConfig): a lease on the lock must not hold up the
+	// loop; the rename then fails (EAGAIN), and git says so.
+	b, _, err := readConfig(o.dir, o.name)
+	if err == unix.EFBIG || err == nil && !gitConfigHarmless(b) {
 		return unix.EACCES
 	}
-	var rnd [8]byte
-	rand.Read(rnd[:])
-	tmp := ".config.srt-" + hex.EncodeToString(rnd[:])
-	unix.Umask(um)
-	dst, err := unix.Openat(w.dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
 	if err != nil {
 		return errnoOf(err)
 	}
-	_, werr := unix.Write(dst, b[:nb])
-	unix.Close(dst)
-	if werr == nil {
-		werr = unix.Renameat(w.dir, tmp, w.dir, w.name)
-	}
-	if werr != nil {
-		unix.Unlinkat(w.dir, tmp, 0)
-		return errnoOf(werr)
+	if err := replaceFile(w.dir, w.name, b, uint32(0o644&^um)); err != nil {
+		return errnoOf(err)
 	}
 	unix.Unlinkat(o.dir, o.name, 0)
 	return 0
+}
+
+// readConfig reads the regular file name in dir, at most 1 MiB (EFBIG
+// beyond; EINVAL for anything but a regular file), opened with O_NONBLOCK
+// so that a lease on it fails at once, and returns it with its mode bits.
+func readConfig(dir int, name string) ([]byte, uint32, error) {
+	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, 0, unix.EINVAL
+	}
+	b := make([]byte, 1<<20+1)
+	nb, _ := io.ReadFull(f, b)
+	if nb > 1<<20 {
+		return nil, 0, unix.EFBIG
+	}
+	return b[:nb], st.Mode & 0o777, nil
 }
 
 // gitConfigKeys are the keys a .git/config written in the sandbox may

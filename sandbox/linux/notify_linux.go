@@ -124,13 +124,14 @@ type notifier struct {
 	cr *creator
 	// observe records the refusals of observed calls (ObserveFilesystem).
 	observe bool
-	// pending counts the answers given from other goroutines (openFIFO);
+	// pending counts the answers given from other goroutines (openWaiting);
 	// stopping is closed when the loop ends, and the listener is closed
 	// only after pending is done.
 	pending  sync.WaitGroup
 	stopping chan struct{}
-	// fifoWaiters counts the FIFO opens waiting (openFIFO).
-	fifoWaiters atomic.Int32
+	// waiters counts the opens waiting on threads of their own
+	// (openWaiting).
+	waiters atomic.Int32
 }
 
 type seen struct {
