@@ -22,30 +22,9 @@ export LC_ALL=C
 FILES=${FILES:-10000}
 RUNS=${RUNS:-10}
 WARMUP=${WARMUP:-2}
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-repo=$(cd "$here/.." && pwd)
-command -v hyperfine >/dev/null || { echo "creation.sh: needs hyperfine (apt-get install hyperfine)" >&2; exit 1; }
-
-work=$(mktemp -d "${DIR:-/tmp}/srt-bench-creation.XXXXXX")
-chmod 755 "$work"
-trap 'rm -rf "$work"' EXIT
-srt=${SRT:-}
-if [[ -z $srt ]]; then
-	srt=$work/srt
-	(cd "$repo" && CGO_ENABLED=0 go build -o "$srt" ./cmd/srt)
-fi
-
-src=$work/src
-mkdir -p "$src"
-for ((i = 0; i < FILES; i++)); do
-	d=$src/d$((i % 100))
-	mkdir -p "$d"
-	head -c 512 /dev/urandom >"$d/f$i"
-done
-tar -C "$work" -cf "$work/tree.tar" src
-git -C "$src" init -q
-git -C "$src" add -A
-git -C "$src" -c user.name=b -c user.email=b@b commit -q -m tree
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bench_setup creation
+bench_tree "$FILES" 100 512
 
 out=$work/out
 mkdir -p "$out"

@@ -15,32 +15,9 @@ export LC_ALL=C
 FILES=${FILES:-3000}
 RUNS=${RUNS:-15}
 WARMUP=${WARMUP:-3}
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-repo=$(cd "$here/.." && pwd)
-command -v hyperfine >/dev/null || { echo "violations.sh: needs hyperfine (apt-get install hyperfine)" >&2; exit 1; }
-
-work=$(mktemp -d /tmp/srt-bench-violations.XXXXXX)
-chmod 755 "$work"
-trap 'rm -rf "$work"' EXIT
-srt=${SRT:-}
-if [[ -z $srt ]]; then
-	srt=$work/srt
-	(cd "$repo" && go build -o "$srt" ./cmd/srt)
-fi
-
-# A tree of FILES files of 1 KiB in 30 directories, as a tarball and as a
-# git repository.
-src=$work/src
-mkdir -p "$src"
-for ((i = 0; i < FILES; i++)); do
-	d=$src/d$((i % 30))
-	mkdir -p "$d"
-	head -c 1024 /dev/urandom >"$d/f$i"
-done
-tar -C "$work" -cf "$work/tree.tar" src
-git -C "$src" init -q
-git -C "$src" add -A
-git -C "$src" -c user.name=b -c user.email=b@b commit -q -m tree
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bench_setup violations
+bench_tree "$FILES" 30 1024
 
 out=$work/out
 mkdir -p "$out"
