@@ -115,8 +115,10 @@ type notifier struct {
 	served   bool // serve was called; close waits for it
 	// seen holds the seccomp refusals already reported; loop goroutine only.
 	seen map[seen]struct{}
-	// dirCache maps directories to their resolved form; used by the
-	// classifier goroutine only.
+	// dirCache maps directories to their resolved form, for the
+	// classifier (its goroutine, and the loop when it classifies a call
+	// it performed and the mounts refused); dirMu guards it.
+	dirMu    sync.Mutex
 	dirCache map[string]string
 	once     sync.Once
 	// cr performs the creation calls (filesystem.enforceNamesAtCreation,
@@ -494,13 +496,17 @@ func (n *notifier) plainlyWritable(ev fsEvent) bool {
 		if p == "" {
 			continue
 		}
+		n.dirMu.Lock()
 		dir, ok := n.dirCache[filepath.Dir(p)]
+		n.dirMu.Unlock()
 		if !ok {
+			dir = policy.Resolve(filepath.Dir(p))
+			n.dirMu.Lock()
 			if len(n.dirCache) > 4096 {
 				clear(n.dirCache)
 			}
-			dir = policy.Resolve(filepath.Dir(p))
 			n.dirCache[filepath.Dir(p)] = dir
+			n.dirMu.Unlock()
 		}
 		if !n.pol.Writable(filepath.Join(dir, filepath.Base(p))) {
 			return false
