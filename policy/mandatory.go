@@ -2,6 +2,7 @@ package policy
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -81,6 +82,9 @@ func mandatoryDenies(roots []walkRoot, depth int, allowGitConfig bool) ([]Path, 
 		seen[root.path] = true
 		w := walker{depth: depth, allowGitConfig: allowGitConfig, seen: seen, missingAtTop: root.missingAtTop}
 		w.dir(root.path, 0)
+		if w.err != nil {
+			return nil, w.err
+		}
 		out = append(out, w.out...)
 	}
 	return out, nil
@@ -99,6 +103,8 @@ type walker struct {
 	allowGitConfig bool
 	seen           map[string]bool
 	out            []Path
+	// err is set when a write root itself cannot be listed.
+	err error
 }
 
 func (w *walker) add(path, name string) {
@@ -111,7 +117,12 @@ func (w *walker) dir(dir string, level int) {
 		if level > 0 {
 			// We cannot see what is in it, so nothing in it may change.
 			w.out = append(w.out, makePath(dir, "mandatory: unreadable directory"))
+			return
 		}
+		// A write root srt cannot list (an earlier run's chmod 0300 .)
+		// hides which protected names are in it; making it read-only
+		// would take away the write root, so refuse (fail closed).
+		w.err = fmt.Errorf("write root %s cannot be listed (%w), so the protected names in it (.git/hooks, .bashrc, ...) cannot be found; restore its read permission (chmod u+r): %w", dir, err, ErrUnenforceable)
 		return
 	}
 	names := make(map[string]os.DirEntry, len(ents))

@@ -63,6 +63,9 @@ type Path struct {
 	// literalParent is the resolved directory holding Literal's last
 	// component.
 	literalParent string
+	// globMatch says the path is what a glob entry matched, not an entry
+	// itself.
+	globMatch bool
 }
 
 func (p Path) parentResolved() string { return p.literalParent }
@@ -164,12 +167,33 @@ func Compile(s *settings.Settings, env Env) (*Policy, error) {
 	fs := &s.Filesystem
 	p.DenyRead = r.entries("filesystem.denyRead", fs.DenyRead, true)
 	p.AllowRead = r.entries("filesystem.allowRead", fs.AllowRead, false)
-	p.AllowWrite = r.entries("filesystem.allowWrite", fs.AllowWrite, false)
-	p.AllowWrite = append(p.AllowWrite, r.defaultWritePaths()...)
 	p.DenyWrite = r.entries("filesystem.denyWrite", fs.DenyWrite, true)
 	if r.err != nil {
 		return nil, r.err
 	}
+	// Write roots first: every other rule is checked against them.
+	guard, err := r.guardWrites(r.entries("filesystem.allowWrite", fs.AllowWrite, false))
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range []*[]Path{&p.DenyRead, &p.AllowRead, &p.DenyWrite} {
+		if *l, err = r.guardRules(guard, *l); err != nil {
+			return nil, err
+		}
+	}
+	// A denyRead path that does not exist yet cannot be created either
+	// where it lies in a write root: otherwise a run could leave a link
+	// or a file of its choosing there, and the host would later write the
+	// secret through it or into it, readable by the next run.
+	for _, d := range p.DenyRead {
+		if d.Kind == Missing {
+			p.DenyWrite = append(p.DenyWrite, d)
+		}
+	}
+	// A default write path is writable only where it is readable.
+	p.AllowWrite = slices.DeleteFunc(p.AllowWrite, func(w Path) bool {
+		return w.Rule == ruleDefaultWrite && !p.Readable(w.Resolved)
+	})
 	p.DenyReadGlobs = r.globs("filesystem.denyRead", fs.DenyRead)
 	p.AllowReadGlobs = r.globs("filesystem.allowRead", fs.AllowRead)
 	p.AllowWriteGlobs = r.globs("filesystem.allowWrite", fs.AllowWrite)
@@ -252,10 +276,10 @@ func (p *Policy) Writable(path string) bool {
 }
 
 // creatable reports whether a new name could be created at path: it lies in
-// a write root, is readable, and no DenyWrite entry strictly above it
-// already covers it.
+// a write root, its directory is readable, and no DenyWrite entry strictly
+// above it already covers it.
 func (p *Policy) creatable(path string) bool {
-	if longestPrefix(p.AllowWrite, path) < 0 || !p.Readable(path) {
+	if longestPrefix(p.AllowWrite, path) < 0 || !p.Readable(filepath.Dir(path)) {
 		return false
 	}
 	for _, d := range p.DenyWrite {

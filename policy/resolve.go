@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -82,8 +83,11 @@ func unescapeGlob(s string) string {
 func isGlob(s string) bool { return strings.ContainsAny(s, "*?[{") }
 
 // entries resolves one settings list. Globs are expanded against the
-// filesystem now; deny says the list is a deny list, used only to word the
-// notes.
+// filesystem now: in a deny list (deny) the walk follows symbolic links to
+// directories, so that a match reached through a link (linkdir/secret.txt
+// with linkdir -> ../shared) is denied at its target too, which covers
+// every spelling; elsewhere links are matched but not followed. Literal
+// entries are resolved later, by guardLiterals.
 func (r *resolver) entries(key string, list []settings.PathEntry, deny bool) []Path {
 	var out []Path
 	for i, e := range list {
@@ -104,15 +108,21 @@ func (r *resolver) entries(key string, list []settings.PathEntry, deny bool) []P
 			}
 			continue
 		}
-		matches := expandGlob(r.globAbs(e.Path))
+		var matches []string
+		if deny {
+			matches = expandGlobFollow(r.globAbs(e.Path))
+		} else {
+			matches = expandGlob(r.globAbs(e.Path))
+		}
 		if len(matches) == 0 {
 			r.p.Notes = append(r.p.Notes, fmt.Sprintf("%s: %q matches nothing now", rule, e.Path))
 		}
 		for _, m := range matches {
-			out = append(out, makePath(m, rule))
+			mp := makePath(m, rule)
+			mp.globMatch = true
+			out = append(out, mp)
 		}
 	}
-	_ = deny
 	return out
 }
 
@@ -171,17 +181,76 @@ func expandGlob(pattern string) []string {
 	return out
 }
 
-// defaultWritePaths are the reference's always-writable paths, each added
-// only when it exists and is readable under the policy.
-func (r *resolver) defaultWritePaths() []Path {
-	var out []Path
-	for _, d := range []string{"/tmp/claude", filepath.Join(r.home, ".npm/_logs"), filepath.Join(r.home, ".claude/debug")} {
-		p := makePath(d, "default write path")
-		if p.Kind == Dir && r.p.Readable(p.Resolved) {
-			out = append(out, p)
+// expandGlobFollow is expandGlob for deny lists: the walk follows
+// symbolic links to directories (each directory is entered once, by
+// device and inode, so a link loop ends) and reports a match by the path
+// it was reached at; makePath resolves it to its target. Directories no
+// match can lie under are not entered.
+func expandGlobFollow(pattern string) []string {
+	base, pat := doublestar.SplitPattern(filepath.Clean(pattern))
+	base = unescapeGlob(base)
+	segs := strings.Split(pat, "/")
+	// A brace alternative may hold a "/": then segments do not line up
+	// with directory levels, and every directory is entered.
+	prune := !strings.Contains(pat, "{")
+	seen := map[[2]uint64]bool{}
+	visit := func(dir string) bool {
+		fi, err := os.Stat(dir)
+		if err != nil || !fi.IsDir() {
+			return false
+		}
+		id, ok := fileID(fi)
+		if !ok {
+			return true
+		}
+		if seen[id] {
+			return false
+		}
+		seen[id] = true
+		return true
+	}
+	var out []string
+	var walk func(dir string, rel []string)
+	walk = func(dir string, rel []string) {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return
+		}
+		for _, e := range ents {
+			sub := append(slices.Clip(rel), e.Name())
+			full := filepath.Join(dir, e.Name())
+			if ok, _ := doublestar.Match(pat, strings.Join(sub, "/")); ok {
+				out = append(out, full)
+			}
+			if e.Type()&(fs.ModeDir|fs.ModeSymlink) == 0 || prune && !mayMatchBelow(segs, sub) {
+				continue
+			}
+			if visit(full) {
+				walk(full, sub)
+			}
 		}
 	}
+	if visit(base) {
+		walk(base, nil)
+	}
 	return out
+}
+
+// mayMatchBelow reports whether a pattern split into segments could
+// match a path strictly below the directory whose relative path is dir.
+func mayMatchBelow(segs, dir []string) bool {
+	for i, d := range dir {
+		if i >= len(segs) {
+			return false
+		}
+		if segs[i] == "**" {
+			return true
+		}
+		if ok, _ := doublestar.Match(segs[i], d); !ok {
+			return false
+		}
+	}
+	return len(segs) > len(dir)
 }
 
 // makePath builds a Path for an absolute, clean path.

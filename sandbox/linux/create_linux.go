@@ -60,6 +60,7 @@ import (
 	"os"
 	"path"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -144,7 +145,11 @@ func newCreator(pol *policy.Policy, tmpdir string) *creator {
 	for _, p := range pol.MandatoryPatterns {
 		add(p, "mandatory write-deny "+p)
 	}
-	for _, g := range pol.DenyWriteGlobs {
+	// A name the sandbox cannot read it cannot create either (missing
+	// denyRead literals reach DenyWrite in policy.Compile): a new file
+	// matching a denyRead glob would otherwise be readable where one the
+	// host made is not.
+	for _, g := range slices.Concat(pol.DenyWriteGlobs, pol.DenyReadGlobs) {
 		add(g.Pattern, g.Rule)
 		if g.Resolved != g.Pattern {
 			add(g.Resolved, g.Rule)

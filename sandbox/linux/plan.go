@@ -159,8 +159,8 @@ func planMounts(p *policy.Policy, creationRules bool) Plan {
 		add(a.Resolved, a.Kind, a.Rule, false)
 	}
 	for _, d := range p.DenyWrite {
-		if !p.Readable(d.Resolved) {
-			continue // hidden already
+		if hiddenAlready(p, d) {
+			continue
 		}
 		root := writeRootOf(p, d.Resolved)
 		if root == "" {
@@ -184,11 +184,11 @@ func planMounts(p *policy.Policy, creationRules bool) Plan {
 		} else {
 			add(d.Resolved, kind, d.Rule, false)
 		}
-		// Pin every directory between the write root and the protected path.
-		for a := filepath.Dir(d.Resolved); a != root && policy.Within(a, root); a = filepath.Dir(a) {
-			if _, err := lstatKind(a); err == nil {
-				add(a, policy.Dir, "pin: parent of "+d.Rule, true)
-			}
+		pinParents(d, root, add)
+	}
+	for _, d := range p.DenyRead {
+		if root := writeRootOf(p, d.Resolved); root != "" {
+			pinParents(d, root, add)
 		}
 	}
 
@@ -246,6 +246,33 @@ func planMounts(p *policy.Policy, creationRules bool) Plan {
 		plan.Ops = append(plan.Ops, Op{Kind: OpRemountRO, Dst: t, Rule: "read-only empty directory"})
 	}
 	return plan
+}
+
+// hiddenAlready reports whether the deny d needs no mount of its own
+// because the sandbox cannot see it: it exists and cannot be read, or its
+// directory cannot be read. A missing path that cannot be read but whose
+// directory can (a missing denyRead, which policy.Compile also makes a
+// write-deny) still needs its placeholder, or the sandbox could create it.
+func hiddenAlready(p *policy.Policy, d policy.Path) bool {
+	return !p.Readable(filepath.Dir(d.Resolved)) || d.Kind != policy.Missing && !p.Readable(d.Resolved)
+}
+
+// pinParents pins, through add, every existing directory strictly
+// between write root root and the deny d: each becomes a mount point, so
+// that it cannot be renamed or removed during the run (rename(2),
+// rmdir(2): EBUSY; the creation-time rules check the sandbox's mount
+// points before a rename). Otherwise a run could move a parent away and
+// the next run would find nothing at the deny's path to mount over, while
+// the protected file sits readable or writable under its new name (seed
+// 003: renaming a parent must not get around a deny). A deny that is
+// missing still gets its existing parents pinned, so the path stays where
+// the rule names it.
+func pinParents(d policy.Path, root string, add func(path string, kind policy.Kind, rule string, pin bool)) {
+	for a := filepath.Dir(d.Resolved); a != root && policy.Within(a, root); a = filepath.Dir(a) {
+		if _, err := lstatKind(a); err == nil {
+			add(a, policy.Dir, "pin: parent of "+d.Rule, true)
+		}
+	}
 }
 
 // skipPath reports paths bubblewrap provides itself (--dev, --proc); rules

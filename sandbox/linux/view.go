@@ -157,7 +157,7 @@ func viewNodes(p *policy.Policy, root string, plan *Plan) []*node {
 		add(a.Resolved, a.Kind, a.Rule, false)
 	}
 	for _, d := range p.DenyWrite {
-		if !policy.Within(d.Resolved, root) || !p.Readable(d.Resolved) {
+		if !policy.Within(d.Resolved, root) || hiddenAlready(p, d) {
 			continue
 		}
 		wr := writeRootOf(p, d.Resolved)
@@ -178,10 +178,14 @@ func viewNodes(p *policy.Policy, root string, plan *Plan) []*node {
 		} else {
 			add(d.Resolved, kind, d.Rule, false)
 		}
-		for a := filepath.Dir(d.Resolved); a != wr && policy.Within(a, wr); a = filepath.Dir(a) {
-			if _, err := lstatKind(a); err == nil {
-				add(a, policy.Dir, "pin: parent of "+d.Rule, true)
-			}
+		pinParents(d, wr, add)
+	}
+	for _, d := range p.DenyRead {
+		if !policy.Within(d.Resolved, root) {
+			continue
+		}
+		if wr := writeRootOf(p, d.Resolved); wr != "" {
+			pinParents(d, wr, add)
 		}
 	}
 	out := make([]*node, 0, len(nodes))

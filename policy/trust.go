@@ -1,0 +1,262 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+)
+
+// The threat model behind this file (SECURITY.md, "Cross-run attacks"):
+// the sandboxed command controls the contents of its write roots between
+// runs (it can leave any symbolic link there, rename any directory, chmod
+// what it owns), and any local user controls world-writable directories
+// such as /tmp. Every path the policy resolves at start is therefore
+// attacker-influenced input. A symbolic link is followed only when neither
+// could have made it; otherwise the rule that crosses it is refused, or,
+// for a path srt adds on its own (the default write paths, a glob's
+// match), left out.
+
+// linkGuard decides whether a symbolic link met while resolving a rule
+// may be followed.
+type linkGuard struct {
+	// euid is the user srt runs as: links and directories it or root own
+	// are its own.
+	euid uint32
+	// roots are the write roots, clean absolute paths: each as spelled and
+	// as resolved. Anything inside one was within the sandbox's reach.
+	roots []string
+}
+
+// untrustedLink explains why the link named by name in the resolved
+// directory dir may have been made by the sandbox or by another user, or
+// returns "" when only the user or root could have made it. A link
+// inside a write root may come from an earlier run; one owned by someone
+// else, or in a directory someone else can change (its owner, or a
+// group- or world-writable directory without the sticky bit), from
+// another local user. Sticky directories (/tmp) keep their entries for
+// their owners (unlink(2), rename(2): EPERM for others), so a link the
+// user owns there is the user's.
+func (g *linkGuard) untrustedLink(dir string, link fs.FileInfo) string {
+	for _, r := range g.roots {
+		if Within(dir, r) {
+			return fmt.Sprintf("it lies inside the write root %s, where the sandbox could have made it in an earlier run", r)
+		}
+	}
+	if uid, ok := owner(link); ok && uid != 0 && uid != g.euid {
+		return fmt.Sprintf("it is owned by another user (uid %d)", uid)
+	}
+	return othersCanChange(dir, g.euid)
+}
+
+// othersCanChange explains why users other than euid and root could add,
+// rename or remove entries of directory dir, or returns "".
+func othersCanChange(dir string, euid uint32) string {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Sprintf("its directory cannot be checked: %v", err)
+	}
+	if uid, ok := owner(fi); ok && uid != 0 && uid != euid {
+		return fmt.Sprintf("its directory %s is owned by another user (uid %d)", dir, uid)
+	}
+	if fi.Mode().Perm()&0o022 != 0 && fi.Mode()&fs.ModeSticky == 0 {
+		return fmt.Sprintf("its directory %s is writable by other users (mode %04o)", dir, fi.Mode().Perm())
+	}
+	return ""
+}
+
+// linkError is an untrusted symbolic link met while resolving a rule.
+type linkError struct {
+	// Link is the link as srt met it: its directory resolved, its own
+	// name as listed.
+	Link string
+	// Why says who could have made it.
+	Why string
+}
+
+func (e *linkError) Error() string {
+	return fmt.Sprintf("%s is a symbolic link, and %s", e.Link, e.Why)
+}
+
+// resolve is resolveMissing for an absolute clean path, walked one
+// component at a time with lstat(2): a symbolic link is followed only when
+// untrustedLink has nothing against it, else the result is a *linkError
+// naming it. ".." after a followed link goes to the parent of the link's
+// target, as the kernel does (path_resolution(7)); the part of lit that
+// does not exist is kept as spelled.
+func (g *linkGuard) resolve(lit string) (string, error) {
+	cur := "/"
+	rest := splitPath(lit)
+	for follows := 0; len(rest) > 0; {
+		c := rest[0]
+		rest = rest[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, c)
+		fi, err := os.Lstat(next)
+		if err != nil {
+			return filepath.Join(append([]string{next}, rest...)...), nil
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		if why := g.untrustedLink(cur, fi); why != "" {
+			return "", &linkError{Link: next, Why: why}
+		}
+		if follows++; follows > 40 {
+			return "", fmt.Errorf("%s: %w", lit, syscall.ELOOP)
+		}
+		target, err := os.Readlink(next)
+		if err != nil {
+			return "", err
+		}
+		if filepath.IsAbs(target) {
+			cur = "/"
+		}
+		rest = append(splitPath(target), rest...)
+	}
+	return cur, nil
+}
+
+func splitPath(p string) []string { return strings.Split(p, "/") }
+
+// ownDirectory explains why path cannot be a default write path, or
+// returns "": it must be a real directory (not a link) owned by euid, in
+// a directory no other user can change, reached through no link the
+// sandbox or another user could have made (a planted ~/.npm/_logs -> /,
+// or /tmp/claude made by another user, would otherwise make the next run
+// write anywhere).
+func (g *linkGuard) ownDirectory(path string) string {
+	res, err := g.resolve(path)
+	if err != nil {
+		return err.Error()
+	}
+	fi, err := os.Lstat(res)
+	if err != nil {
+		return "it does not exist"
+	}
+	if !fi.IsDir() {
+		return "it is not a directory"
+	}
+	if uid, ok := owner(fi); ok && uid != g.euid {
+		return fmt.Sprintf("it is owned by uid %d, not by uid %d", uid, g.euid)
+	}
+	return othersCanChange(filepath.Dir(res), g.euid)
+}
+
+// ruleDefaultWrite is the Rule of the reference's always-writable paths.
+const ruleDefaultWrite = "default write path"
+
+// defaultWritePaths are the reference's always-writable paths. Each is a
+// write root only where it is the user's own directory (ownDirectory).
+func defaultWritePaths(home string) []string {
+	return []string{"/tmp/claude", filepath.Join(home, ".npm/_logs"), filepath.Join(home, ".claude/debug")}
+}
+
+// guardWrites sets the policy's write roots from the allowWrite entries
+// (explicit, each a literal entry or a glob's match) and the default write
+// paths, and returns the guard that judges every other rule's links
+// against them.
+//
+// An explicit entry whose resolution crosses a link the sandbox or another
+// user could have made is refused (ErrUnenforceable); a glob's match or a
+// default path that does is left out, with a note. The guard's roots are
+// the entries as spelled and as resolved through accepted links, so a
+// link inside a write root reached through a link of the user's own
+// counts as inside it.
+func (r *resolver) guardWrites(explicit []Path) (*linkGuard, error) {
+	cands := explicit
+	for _, d := range defaultWritePaths(r.home) {
+		cands = append(cands, makePath(d, ruleDefaultWrite))
+	}
+	g := &linkGuard{euid: euid()}
+	for _, c := range cands {
+		g.roots = append(g.roots, c.Literal)
+	}
+	var reached []string
+	for _, c := range cands {
+		if c.Rule == ruleDefaultWrite && g.ownDirectory(c.Literal) != "" {
+			continue
+		}
+		if res, err := g.resolve(c.Literal); err == nil {
+			reached = append(reached, res)
+		}
+	}
+	g.roots = slices.Compact(slices.Sorted(slices.Values(append(g.roots, reached...))))
+	var out []Path
+	for _, c := range cands {
+		res, err := g.resolve(c.Literal)
+		var le *linkError
+		switch {
+		case c.Rule == ruleDefaultWrite:
+			if why := g.ownDirectory(c.Literal); why != "" {
+				if c.Kind != Missing {
+					r.p.Notes = append(r.p.Notes, fmt.Sprintf("%s %s left out: %s", c.Rule, c.Literal, why))
+				}
+				continue
+			}
+		case err != nil && c.globMatch && errors.As(err, &le):
+			r.p.Notes = append(r.p.Notes, fmt.Sprintf("%s: match %s left out: %v", c.Rule, c.Literal, err))
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("%s: %s: %w; a write root must not be reached through it, since a run could re-point it at any directory: name the target instead: %w", c.Rule, c.Literal, err, ErrUnenforceable)
+		}
+		out = append(out, c.at(res))
+	}
+	r.p.AllowWrite = out
+	return g, nil
+}
+
+// guardRules resolves the entries of a read or deny list with the guard:
+// an entry crossing a link the sandbox or another user could have made is
+// refused, since the next run could re-point the link and move the rule
+// off the file it protects (ErrUnenforceable). A deny glob's match keeps
+// its plain resolution (the glob walk follows links on purpose, and its
+// target is denied at every spelling); an allowRead glob's match crossing
+// such a link is left out, so that a planted link cannot re-open a denied
+// path.
+func (r *resolver) guardRules(g *linkGuard, list []Path) ([]Path, error) {
+	out := list[:0]
+	for _, e := range list {
+		res, err := g.resolve(e.Literal)
+		var le *linkError
+		switch {
+		case err == nil:
+			if !e.globMatch {
+				e = e.at(res)
+			}
+		case e.globMatch && !strings.HasPrefix(e.Rule, "filesystem.allowRead"):
+		case e.globMatch && errors.As(err, &le):
+			r.p.Notes = append(r.p.Notes, fmt.Sprintf("%s: match %s left out: %v", e.Rule, e.Literal, err))
+			continue
+		default:
+			return nil, fmt.Errorf("%s: %s: %w; the rule must not be spelled through it, since a run could re-point it and move the rule off what it protects: name the target instead: %w", e.Rule, e.Literal, err, ErrUnenforceable)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// at returns p resolved to res (a resolution of p.Literal), with Kind
+// taken from what is there now.
+func (p Path) at(res string) Path {
+	p.Resolved = res
+	p.Kind = Missing
+	if fi, err := os.Stat(res); err == nil {
+		p.Kind = File
+		if fi.IsDir() {
+			p.Kind = Dir
+		}
+	}
+	return p
+}
