@@ -116,6 +116,10 @@ type Policy struct {
 	// outside the write roots.
 	View *View
 
+	// guard judges the links met while resolving a path against the
+	// write roots (trust.go); nil when FilesystemDisabled.
+	guard *linkGuard
+
 	// Notes are human-readable remarks about rules that had no effect (a
 	// write root that does not exist, a glob that matched nothing), for
 	// debug output.
@@ -176,6 +180,7 @@ func Compile(s *settings.Settings, env Env) (*Policy, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.guard = guard
 	for _, l := range []*[]Path{&p.DenyRead, &p.AllowRead, &p.DenyWrite} {
 		if *l, err = r.guardRules(guard, *l); err != nil {
 			return nil, err

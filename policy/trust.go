@@ -260,3 +260,17 @@ func (p Path) at(res string) Path {
 	}
 	return p
 }
+
+// guarded resolves path e (its Literal) with the policy's guard, as
+// guardRules does for a literal rule: a link the sandbox or another user
+// could have made is refused (ErrUnenforceable).
+func (p *Policy) guarded(e Path) (Path, error) {
+	if p.guard == nil {
+		return e, nil
+	}
+	res, err := p.guard.resolve(e.Literal)
+	if err != nil {
+		return e, fmt.Errorf("%s: %s: %w; a mount must not be reached through it, since a session could re-point it: name the target instead: %w", e.Rule, e.Literal, err, ErrUnenforceable)
+	}
+	return e.at(res), nil
+}

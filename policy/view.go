@@ -186,7 +186,7 @@ func CompileView(r ViewRules) (*Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.AllowWrite = slices.DeleteFunc(p.AllowWrite, func(w Path) bool { return w.Rule == "default write path" })
+	p.AllowWrite = slices.DeleteFunc(p.AllowWrite, func(w Path) bool { return w.Rule == ruleDefaultWrite })
 	v := &View{System: r.System}
 	if v.System == nil {
 		v.System = SystemDirs(DefaultSystemDirs)
@@ -196,14 +196,20 @@ func CompileView(r ViewRules) (*Policy, error) {
 		if g == "" {
 			g = b.Host
 		}
-		h := makePath(filepath.Clean(b.Host), fmt.Sprintf("bindMounts[%d]", i))
+		h, err := p.guarded(makePath(filepath.Clean(b.Host), fmt.Sprintf("bindMounts[%d]", i)))
+		if err != nil {
+			return nil, err
+		}
 		if h.Kind == Missing {
 			return nil, fmt.Errorf("bindMounts[%d]: %s: %w", i, b.Host, fs.ErrNotExist)
 		}
 		v.Mounts = append(v.Mounts, ViewMount{Host: h, Guest: filepath.Clean(g)})
 	}
 	for i, w := range r.Writable {
-		h := makePath(filepath.Clean(w), fmt.Sprintf("runnerStateDirs[%d]", i))
+		h, err := p.guarded(makePath(filepath.Clean(w), fmt.Sprintf("runnerStateDirs[%d]", i)))
+		if err != nil {
+			return nil, err
+		}
 		if h.Kind == Missing {
 			return nil, fmt.Errorf("runnerStateDirs[%d]: %s: %w", i, w, fs.ErrNotExist)
 		}
