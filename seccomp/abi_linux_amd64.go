@@ -56,5 +56,12 @@ func nativeABI() (*abi, error) {
 		quotactl:       unix.SYS_QUOTACTL,
 		quotactlFd:     unix.SYS_QUOTACTL_FD,
 		lookupDcookie:  unix.SYS_LOOKUP_DCOOKIE,
+
+		modeArgs: []modeArg{
+			{"chmod", unix.SYS_CHMOD, 1}, {"fchmod", unix.SYS_FCHMOD, 1},
+			{"fchmodat", unix.SYS_FCHMODAT, 2}, {"fchmodat2", unix.SYS_FCHMODAT2, 2},
+			{"open", unix.SYS_OPEN, 2}, {"openat", unix.SYS_OPENAT, 3}, {"creat", unix.SYS_CREAT, 1},
+			{"mknod", unix.SYS_MKNOD, 1}, {"mknodat", unix.SYS_MKNODAT, 2},
+		},
 	}, nil
 }

@@ -56,5 +56,10 @@ func nativeABI() (*abi, error) {
 		quotactl:       unix.SYS_QUOTACTL,
 		quotactlFd:     unix.SYS_QUOTACTL_FD,
 		lookupDcookie:  unix.SYS_LOOKUP_DCOOKIE,
+
+		modeArgs: []modeArg{
+			{"fchmod", unix.SYS_FCHMOD, 1}, {"fchmodat", unix.SYS_FCHMODAT, 2}, {"fchmodat2", unix.SYS_FCHMODAT2, 2},
+			{"openat", unix.SYS_OPENAT, 3}, {"mknodat", unix.SYS_MKNODAT, 2},
+		},
 	}, nil
 }

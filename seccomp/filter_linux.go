@@ -77,6 +77,17 @@ type abi struct {
 	initModule, finitModule, deleteModule, openByHandleAt uint32
 	acct, swapon, swapoff, reboot, syslog                 uint32
 	quotactl, quotactlFd, lookupDcookie                   uint32
+
+	// modeArgs are the calls that set a file's mode bits, with the index
+	// of their mode argument (BuildSetID).
+	modeArgs []modeArg
+}
+
+// modeArg is a system call that takes a file mode, and where.
+type modeArg struct {
+	name string
+	nr   uint32
+	arg  int
 }
 
 // rule refuses one system call, or some of its calls.

@@ -5,5 +5,4 @@ package linux
 // No table for this architecture: seccomp.Build refuses it anyway.
 var (
 	chownCalls []uint32
-	chmodCalls [][2]uint32
 )

@@ -261,30 +261,16 @@ func RunLandlockStage(args []string) {
 const llReadDir = landlock.AccessFSSet(unix.LANDLOCK_ACCESS_FS_READ_DIR)
 
 // installMPTCPFilter adds the weaker sandbox's own seccomp rules, stacked
-// on the main filter (which has already checked the architecture):
+// on the main filter (which has already checked the architecture), beside
+// the set-id filter every sandbox gets (seccomp.BuildSetID):
 //
 //   - socket(…, IPPROTO_MPTCP) → EPROTONOSUPPORT: Landlock's TCP rules do
 //     not cover Multipath TCP sockets (go-landlock's documentation; kernel
 //     issue landlock-lsm/linux#54).
-//   - chmod/fchmod/fchmodat/fchmodat2 with S_ISUID or S_ISGID → EPERM, and
-//     chown/fchown/lchown/fchownat → EPERM: Landlock does not confine file
-//     metadata to the write roots, and a root caller's command could
-//     otherwise make a binary outside them setuid (adversarial review).
+//   - chown/fchown/lchown/fchownat → EPERM: Landlock does not confine file
+//     metadata to the write roots (adversarial review).
 func installMPTCPFilter() error {
-	const modeBits = unix.S_ISUID | unix.S_ISGID
 	eperm := unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
-	allow := bpf.RetConstant{Val: unix.SECCOMP_RET_ALLOW}
-	// modeRule refuses syscall nr when the low word of args[arg] has a
-	// set-id bit: 5 instructions.
-	modeRule := func(nr uint32, arg uint32) []bpf.Instruction {
-		return []bpf.Instruction{
-			bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: nr, SkipTrue: 4},
-			bpf.LoadAbsolute{Off: 16 + 8*arg, Size: 4},
-			bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: modeBits, SkipTrue: 1},
-			allow,
-			bpf.RetConstant{Val: eperm},
-		}
-	}
 	prog := []bpf.Instruction{
 		bpf.LoadAbsolute{Off: 0, Size: 4}, // nr
 		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: uint32(unix.SYS_SOCKET), SkipTrue: 3},
@@ -296,12 +282,15 @@ func installMPTCPFilter() error {
 	for _, nr := range chownCalls {
 		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: nr, SkipTrue: 1}, bpf.RetConstant{Val: eperm})
 	}
-	for _, r := range chmodCalls {
-		prog = append(prog, modeRule(r[0], r[1])...)
-	}
-	prog = append(prog, allow)
+	prog = append(prog, bpf.RetConstant{Val: unix.SECCOMP_RET_ALLOW})
 	raw, err := bpf.Assemble(prog)
 	if err != nil {
+		return err
+	}
+	if err := seccomp.Install(raw); err != nil {
+		return err
+	}
+	if raw, err = seccomp.BuildSetID(); err != nil {
 		return err
 	}
 	return seccomp.Install(raw)

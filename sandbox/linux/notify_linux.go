@@ -54,11 +54,24 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// installFilter is PID 1's side: it installs the command's seccomp filter
+// installFilter is PID 1's side: it installs the command's seccomp filters
 // on every thread of PID 1 and, with spec.Seccomp.Notify, sends the
 // listener to srt over spec.NotifyFD. Nothing is sent (srt then records
 // nothing from the kernel) when the kernel cannot give a listener.
 func installFilter(spec *initSpec) error {
+	if err := installFSFilter(spec); err != nil {
+		return err
+	}
+	// Stacked on it: no set-id bits (seccomp.BuildSetID).
+	prog, err := seccomp.BuildSetID()
+	if err != nil {
+		return err
+	}
+	return seccomp.Install(prog)
+}
+
+// installFSFilter installs the main filter, with its listener when asked.
+func installFSFilter(spec *initSpec) error {
 	if !spec.Seccomp.Notify {
 		prog, err := seccomp.Build(spec.Seccomp)
 		if err != nil {
