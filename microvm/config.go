@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/srt-go/srt/internal/syspath"
 	"github.com/srt-go/srt/netrule"
 	"github.com/srt-go/srt/proxy"
 	"github.com/srt-go/srt/settings"
@@ -166,7 +167,13 @@ func findQEMU(p string) (string, error) {
 	if p == "" {
 		p = getenv("SRT_MICROVM_QEMU", "qemu-system-x86_64")
 	}
-	full, err := exec.LookPath(p)
+	var full string
+	var err error
+	if filepath.IsAbs(p) {
+		full, err = exec.LookPath(p)
+	} else {
+		full, err = syspath.LookPath(p)
+	}
 	if err != nil {
 		return "", &UnavailableError{Reason: "qemu",
 			Err: fmt.Errorf("%w (install qemu-system-x86: apt-get install qemu-system-x86)", err)}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/yamux"
+	"github.com/srt-go/srt/internal/syspath"
 	"github.com/srt-go/srt/microvm/internal/wire"
 	"github.com/srt-go/srt/netrule"
 	"github.com/srt-go/srt/proxy"
@@ -196,7 +197,7 @@ func (v *VM) boot(ctx context.Context) error {
 		return err
 	})
 	if v.cfg.Confine != "none" {
-		if b, err := exec.LookPath("bwrap"); err == nil {
+		if b, err := syspath.LookPath("bwrap"); err == nil {
 			v.bwrap = b
 		} else if v.cfg.Confine == "bwrap" {
 			return &UnavailableError{Reason: "bubblewrap", Err: err}

@@ -22,6 +22,10 @@ var (
 		// shells run too (zsh reads .zshenv for every shell, scripts
 		// included), and readline's (a macro can type a command).
 		".zshenv", ".zlogin", ".zlogout", ".bash_login", ".bash_logout", ".inputrc",
+		// Agents' own policy: Claude Code runs the hooks of a project's
+		// .claude/settings.json and settings.local.json on the host;
+		// Mercurial runs [hooks] from a repository's .hg/hgrc (issue 14).
+		".claude/settings.json", ".claude/settings.local.json", ".hg/hgrc",
 	}
 	// mandatoryDirs are protected, with everything in them.
 	mandatoryDirs = []string{".vscode", ".idea", ".claude/commands", ".claude/agents",
@@ -130,7 +134,10 @@ func (w *walker) dir(dir string, level int) {
 		names[e.Name()] = e
 	}
 	for _, f := range mandatoryFiles {
-		if _, ok := names[f]; ok || level == 0 && w.missingAtTop {
+		// A nested name (.hg/hgrc) is protected, present or not, wherever
+		// its directory exists: creating it there is writing the config.
+		top, _, _ := strings.Cut(f, "/")
+		if _, ok := names[top]; ok || level == 0 && w.missingAtTop {
 			w.add(filepath.Join(dir, f), f)
 		}
 	}

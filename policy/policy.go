@@ -226,6 +226,24 @@ func Compile(s *settings.Settings, env Env) (*Policy, error) {
 		return nil, err
 	}
 	p.DenyWrite = append(p.DenyWrite, md...)
+	// Files host programs trust at fixed places (the home directory, PATH,
+	// the settings file): those a write root reaches. PATH directories
+	// inside the working directory (an activated virtualenv's bin,
+	// node_modules/.bin) are the project's, like its Makefile.
+	if p.reachesHome() || s.Source != "" {
+		hd, hp := hostTrustedDenies(env.Home, environPath(), s.Source)
+		for _, d := range hd {
+			if d.Rule == rulePATHDir && Within(d.Resolved, cwd) {
+				continue
+			}
+			if longestPrefix(p.AllowWrite, d.Resolved) >= 0 {
+				p.DenyWrite = append(p.DenyWrite, d)
+			}
+		}
+		if p.reachesHome() {
+			p.MandatoryPatterns = append(p.MandatoryPatterns, hp...)
+		}
+	}
 
 	// A write root that does not exist cannot be bound; say so and drop it.
 	p.AllowWrite = slices.DeleteFunc(p.AllowWrite, func(w Path) bool {
@@ -293,6 +311,18 @@ func (p *Policy) creatable(path string) bool {
 		}
 	}
 	return true
+}
+
+// reachesHome reports whether a write root is the home directory, lies
+// below it or above it.
+func (p *Policy) reachesHome() bool {
+	home := Resolve(p.Home)
+	for _, w := range p.AllowWrite {
+		if Within(w.Resolved, home) || Within(home, w.Resolved) {
+			return true
+		}
+	}
+	return false
 }
 
 // longestPrefix returns the length of the longest entry of list that is path

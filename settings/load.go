@@ -55,7 +55,14 @@ func Load(path string) (*Settings, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Parse(data, path)
+	s, err := Parse(data, path)
+	if err != nil {
+		return nil, err
+	}
+	if s.Source, err = filepath.Abs(path); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 func readFile(path string) ([]byte, error) {

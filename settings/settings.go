@@ -48,6 +48,11 @@ type Settings struct {
 	// effect in this implementation (the reference's helper settings such as
 	// "ripgrep" or "socatPath"), so a caller can log them at debug level.
 	Ignored []string `json:"-"`
+	// Source is the file Load read the settings from, made absolute; empty
+	// for settings that came from elsewhere. The policy write-protects it
+	// (policy.Compile): a sandbox that could rewrite it would choose the
+	// next run's policy.
+	Source string `json:"-"`
 }
 
 // Network is the "network" object.

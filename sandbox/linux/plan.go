@@ -83,7 +83,10 @@ var mandatoryDirNames = []string{".vscode", ".idea", ".claude", "commands", "age
 // placeholderContent is what a file placeholder must hold for programs to
 // keep working: git fails on an empty commondir but reads "." as "this
 // directory".
-var placeholderContent = map[string]string{"commondir": ".\n"}
+var placeholderContent = map[string]string{"commondir": ".\n",
+	// An empty JSON file is an error for srt and the agents; {} means
+	// "no settings", as a missing file does.
+	".srt-settings.json": "{}\n", "settings.json": "{}\n", "settings.local.json": "{}\n", ".claude.json": "{}\n"}
 
 // node is one path the plan must decide a mount for.
 type node struct {

@@ -81,7 +81,7 @@ func TestPlanMountsOrder(t *testing.T) {
 		names = append(names, strings.TrimPrefix(ph.Path, proj+"/"))
 	}
 	slices.Sort(names)
-	want := []string{".bash_login", ".bash_logout", ".bash_profile", ".bashrc", ".claude", ".config", ".git/commondir", ".git/config.worktree", ".git/modules", ".git/worktrees", ".gitconfig", ".gitmodules", ".idea", ".inputrc", ".mcp.json", ".profile", ".ripgreprc", ".ssh", ".vscode", ".zlogin", ".zlogout", ".zprofile", ".zshenv", ".zshrc"}
+	want := []string{".bash_login", ".bash_logout", ".bash_profile", ".bashrc", ".claude", ".config", ".git/commondir", ".git/config.worktree", ".git/modules", ".git/worktrees", ".gitconfig", ".gitmodules", ".hg", ".idea", ".inputrc", ".mcp.json", ".profile", ".ripgreprc", ".ssh", ".vscode", ".zlogin", ".zlogout", ".zprofile", ".zshenv", ".zshrc"}
 	if !slices.Equal(names, want) {
 		t.Errorf("placeholders = %v, want %v", names, want)
 	}

@@ -4,9 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/srt-go/srt/internal/syspath"
 )
 
 // ErrNoBwrap is wrapped by FindBwrap's error when bubblewrap is missing.
@@ -18,7 +19,8 @@ var ErrNoUserNamespaces = errors.New("user namespaces are not available")
 
 // FindBwrap returns bubblewrap's absolute path: configured (settings
 // bwrapPath, which must be absolute and executable; there is no fallback
-// to PATH, as in the reference) or found in PATH.
+// to PATH, as in the reference) or found in a system directory of PATH
+// (syspath.LookPath: never one a sandboxed run could have written).
 func FindBwrap(configured string) (string, error) {
 	if configured != "" {
 		if !filepath.IsAbs(configured) {
@@ -29,11 +31,11 @@ func FindBwrap(configured string) (string, error) {
 		}
 		return configured, nil
 	}
-	p, err := exec.LookPath("bwrap")
+	p, err := syspath.LookPath("bwrap")
 	if err != nil {
-		return "", fmt.Errorf("%w (bwrap not found in PATH); install the bubblewrap package: apt-get install bubblewrap, dnf install bubblewrap, or pacman -S bubblewrap", ErrNoBwrap)
+		return "", fmt.Errorf("%w (%w); install the bubblewrap package (apt-get install bubblewrap, dnf install bubblewrap, or pacman -S bubblewrap), or give its absolute path as bwrapPath", ErrNoBwrap, err)
 	}
-	return filepath.Abs(p)
+	return p, nil
 }
 
 func executable(path string) error {

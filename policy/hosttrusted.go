@@ -1,0 +1,114 @@
+package policy
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// TrustedClass is one class of files that a program on the host later
+// runs or obeys, so that a write to one is a delayed escape (seed 003,
+// "Chemins de refus obligatoires", widened by issue 14). SECURITY.md
+// shows the same table; TestHostTrustedFiles (e2e) writes one path of
+// every class from inside the sandbox.
+type TrustedClass struct {
+	// Class names the kind of program that trusts the files.
+	Class string
+	// Home are paths relative to the home directory, write-denied
+	// wherever the home directory or a directory above them is writable:
+	// a name ending in "/" is a directory with everything in it; a name
+	// with glob characters is matched now and, with the creation-time
+	// rules, when it comes into being.
+	Home []string
+	// Why says what the host program does with them, and where that is
+	// documented.
+	Why string
+}
+
+// hostTrusted is the table. The names protected at any depth
+// (mandatoryFiles, mandatoryDirs, the git paths) are the other half.
+var hostTrusted = []TrustedClass{
+	{Class: "shell", Home: []string{".bash_aliases", ".bash_completion", ".kshrc", ".mkshrc", ".tcshrc", ".cshrc",
+		".login", ".logout", ".xprofile", ".xsessionrc", ".xinitrc", ".xsession", ".pam_environment",
+		".config/environment.d/", ".tmux.conf", ".config/tmux/", ".screenrc"},
+		Why: "sourced by shells, X sessions and terminal multiplexers at start (Debian's ~/.bashrc sources ~/.bash_aliases; bash(1), tmux(1) run-shell, environment.d(5))"},
+	{Class: "PATH directories", Home: []string{"bin/", ".local/bin/", ".cargo/bin/", "go/bin/"},
+		Why: "Debian's ~/.profile puts ~/bin and ~/.local/bin first on PATH, rustup and Go put theirs there: a program planted there (even a fake bwrap) runs instead of the real one; every PATH directory of srt's environment inside a write root is protected too"},
+	{Class: "language autoload", Home: []string{".local/lib/python*/site-packages/", ".node_modules/", ".node_libraries/",
+		".npmrc", ".yarnrc", ".yarnrc.yml", ".config/pip/", ".pip/", ".pydistutils.cfg", ".cargo/config", ".cargo/config.toml",
+		".config/go/", ".gemrc", ".irbrc", ".pryrc", ".Rprofile", ".ipython/", ".jupyter/"},
+		Why: "*.pth and usercustomize run at every Python start (site(7)); node require() searches ~/.node_modules; npm's node-options and script-shell, yarn's yarnPath, cargo's rustc-wrapper, GOFLAGS=-toolexec in go env, IPython startup files run commands"},
+	{Class: "VCS", Home: []string{".hgrc", ".config/hg/"},
+		Why: "Mercurial runs [hooks] commands from its configuration (hgrc(5)); git's are among the names protected at any depth"},
+	{Class: "editors and IDEs", Home: []string{".vimrc", ".gvimrc", ".exrc", ".vim/", ".config/nvim/", ".emacs", ".emacs.d/",
+		".config/emacs/", ".nanorc", ".config/Code/User/", ".cursor/"},
+		Why: "editors run their start-up files and plugins; VS Code's user settings and tasks, Cursor's MCP servers"},
+	{Class: "agents", Home: []string{".claude.json", ".claude/settings.json", ".codex/", ".gemini/", ".config/opencode/", ".aider.conf.yml"},
+		Why: "coding agents start the MCP servers and run the hooks their user configuration names, on the host"},
+	{Class: "tools that run configured commands", Home: []string{".aws/", ".kube/", ".docker/", ".config/gh/", ".gnupg/",
+		".config/direnv/", ".curlrc", ".wgetrc"},
+		Why: "AWS credential_process, kubeconfig exec plugins, Docker credential helpers and cli-plugins, gh aliases with !, gpg-agent's pinentry-program, direnv's direnvrc run commands; curl and wget options redirect output"},
+	{Class: "desktop and user services", Home: []string{".local/share/applications/", ".local/share/systemd/", ".config/autostart/", ".config/systemd/"},
+		Why: "desktop entries' Exec runs on a click or at login (XDG autostart), systemd user units run at login"},
+	{Class: "srt", Home: []string{".srt-settings.json"},
+		Why: "srt's own default settings: the next plain srt run obeys it (the --settings file, wherever it is, is protected the same way)"},
+}
+
+// HostTrusted returns the table of host-trusted file classes (a copy).
+func HostTrusted() []TrustedClass {
+	out := slices.Clone(hostTrusted)
+	for i := range out {
+		out[i].Home = slices.Clone(out[i].Home)
+	}
+	return out
+}
+
+// hostTrustedDenies returns the write-denies of the host-trusted table
+// for home, the directories of path (srt's $PATH, a colon-separated list)
+// and settingsFile (srt's settings file, or ""), and the patterns that
+// cover names created later (for MandatoryPatterns). Which ones matter is
+// left to Compile, which drops those no write root reaches.
+func hostTrustedDenies(home, path, settingsFile string) (denies []Path, patterns []string) {
+	home = filepath.Clean(home)
+	for _, c := range hostTrusted {
+		for _, rel := range c.Home {
+			rule := "mandatory: ~/" + rel
+			rel, dir := strings.CutSuffix(rel, "/")
+			pat := EscapeGlob(home) + "/" + rel
+			if dir {
+				patterns = append(patterns, pat, pat+"/**")
+			} else {
+				patterns = append(patterns, pat)
+			}
+			if !isGlob(rel) {
+				p := makePath(filepath.Join(home, rel), rule)
+				if dir {
+					p.Literal += "/"
+				}
+				denies = append(denies, p)
+				continue
+			}
+			for _, m := range expandGlob(pat) {
+				denies = append(denies, makePath(m, rule))
+			}
+		}
+	}
+	for _, d := range filepath.SplitList(path) {
+		if filepath.IsAbs(d) {
+			denies = append(denies, makePath(filepath.Clean(d), rulePATHDir))
+		}
+	}
+	if settingsFile != "" {
+		if abs, err := filepath.Abs(settingsFile); err == nil {
+			denies = append(denies, makePath(abs, "mandatory: the settings file"))
+		}
+	}
+	return denies, patterns
+}
+
+// rulePATHDir is the Rule of a PATH directory's write-deny.
+const rulePATHDir = "mandatory: PATH directory"
+
+// environPath is srt's $PATH, for hostTrustedDenies.
+func environPath() string { return os.Getenv("PATH") }
