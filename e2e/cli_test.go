@@ -57,6 +57,10 @@ func TestCLI(t *testing.T) {
 		{name: "no-command", wantCode: 125, noDashes: true, errRE: `^srt: .*command.*\n$`},
 		{name: "no-command-after-dashes", wantCode: 125, errRE: `^srt: .*command.*\n$`},
 		{name: "empty-command", args: []string{""}, wantCode: 125, errRE: `^srt: .*\n$`},
+		// Seed 003's first examples: one argument holding a command line.
+		{name: "one-string-command-line", args: []string{"echo one | tr o O; echo $((1+1))"}, wantOut: "One\n2\n"},
+		{name: "one-string-bashrc-refused", args: []string{`echo "malicious" >> .bashrc || echo refused`}, wantOut: "refused\n", errRE: `\.bashrc`},
+		{name: "one-string-not-found", args: []string{"no-such-e2e arg"}, wantCode: 127, errRE: `no-such-e2e`},
 	}
 	forEachUser(t, func(t *testing.T, u *account) {
 		t.Parallel()

@@ -9,9 +9,11 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/srt-go/srt/sandbox"
 	"github.com/srt-go/srt/settings"
@@ -29,7 +31,8 @@ const usage = `Usage: srt [options] [--] COMMAND [ARG...]
 Run COMMAND in a sandbox that enforces the filesystem and network policy
 of a settings file. COMMAND and its arguments are passed as they are; with
 -c, STRING is run by your shell ($SHELL, else /bin/sh) like "sh -c", and
-the ARGs become $0, $1, ...
+the ARGs become $0, $1, ... A lone COMMAND that holds whitespace and names
+no program is a command line too: srt "curl example.com".
 
 Options (read only before COMMAND):
   -s, --settings PATH   settings file (default: ~/.srt-settings.json; a
@@ -252,7 +255,27 @@ func commandLine(o *options) ([]string, error) {
 	if o.args[0] == "" {
 		return nil, errors.New("the command is an empty string")
 	}
+	if len(o.args) == 1 && isCommandString(o.args[0]) {
+		return []string{userShell(), "-c", o.args[0]}, nil
+	}
 	return o.args, nil
+}
+
+// isCommandString reports whether a lone argument is a command line
+// rather than a program: it holds whitespace and names no executable
+// (seed 003's first examples: srt "curl example.com",
+// srt 'echo "malicious" >> .bashrc'). A program whose name holds a space
+// still runs as itself.
+func isCommandString(arg string) bool {
+	if !strings.ContainsAny(arg, " \t\n") {
+		return false
+	}
+	if strings.Contains(arg, "/") {
+		fi, err := os.Stat(arg)
+		return err != nil || fi.IsDir()
+	}
+	_, err := exec.LookPath(arg)
+	return err != nil
 }
 
 // userShell is $SHELL when it names an executable absolute path, else
