@@ -110,6 +110,11 @@ type Policy struct {
 	// Empty when FilesystemDisabled.
 	MandatoryPatterns []string
 
+	// AllowGitConfig is filesystem.allowGitConfig: a git directory's
+	// config is writable (MandatoryPatterns and DenyWrite leave it out),
+	// its hooks are not.
+	AllowGitConfig bool
+
 	// View, when not nil, confines the sandbox to a few system
 	// directories and the View's mounts: nothing else is readable (see
 	// CompileView). Nil means the whole host is visible, read-only
@@ -204,6 +209,7 @@ func Compile(s *settings.Settings, env Env) (*Policy, error) {
 	p.AllowWriteGlobs = r.globs("filesystem.allowWrite", fs.AllowWrite)
 	p.DenyWriteGlobs = r.globs("filesystem.denyWrite", fs.DenyWrite)
 	p.MandatoryPatterns = MandatoryGlobs(fs.AllowGitConfig)
+	p.AllowGitConfig = fs.AllowGitConfig
 	// The mandatory denies are searched below the working directory and
 	// below every write root: a write root elsewhere (~, another checkout)
 	// holds shell rc files and git hooks just the same.

@@ -112,6 +112,60 @@ type creator struct {
 	// symlink. A cached directory that is removed meanwhile stays
 	// removed: creating in it fails with ENOENT, as it would.
 	dirs map[string]cachedDir
+	// locks are the lock files (*.lock directly in a git directory) the
+	// sandbox created; those still there, the same inode, are removed when
+	// the sandbox has ended (close): a lock left behind (config.lock whose
+	// rename srt refused, index.lock of a killed git) makes the host's git
+	// fail afterwards. At most maxLocks are kept.
+	locks []lockFile
+	// allowGitConfig is filesystem.allowGitConfig: the config of any git
+	// directory is an ordinary file (its hooks stay protected).
+	allowGitConfig bool
+}
+
+// lockFile is a lock file the sandbox created.
+type lockFile struct {
+	dir      int // O_PATH descriptor of its directory, srt's own
+	name     string
+	dev, ino uint64
+}
+
+// maxLocks bounds creator.locks; beyond it the oldest are forgotten
+// (closed): a git directory holds a handful of lock names.
+const maxLocks = 256
+
+// noteLock records nfd, just created as name in directory dir (real path
+// real), when it is a git directory's lock file.
+func (c *creator) noteLock(dir int, name, real string, nfd int) {
+	if !strings.HasSuffix(name, ".lock") || !(path.Base(path.Dir(real)) == ".git" || isGitDir(dir, "")) {
+		return
+	}
+	var st unix.Stat_t
+	if unix.Fstat(nfd, &st) != nil {
+		return
+	}
+	d, err := unix.Openat(dir, ".", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	if len(c.locks) == maxLocks {
+		unix.Close(c.locks[0].dir)
+		c.locks = c.locks[1:]
+	}
+	c.locks = append(c.locks, lockFile{dir: d, name: name, dev: uint64(st.Dev), ino: st.Ino})
+}
+
+// removeLocks removes the recorded lock files that are still what the
+// sandbox created.
+func (c *creator) removeLocks() {
+	for _, l := range c.locks {
+		var st unix.Stat_t
+		if unix.Fstatat(l.dir, l.name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && uint64(st.Dev) == l.dev && st.Ino == l.ino {
+			unix.Unlinkat(l.dir, l.name, 0)
+		}
+		unix.Close(l.dir)
+	}
+	c.locks = nil
 }
 
 type cachedDir struct {
@@ -140,7 +194,7 @@ const umaskTTL = time.Second
 
 func newCreator(pol *policy.Policy, tmpdir string) *creator {
 	c := &creator{tmpdir: tmpdir, root: -1, ctty: -1, umasks: map[int]umaskEntry{}, noUmaskCache: map[int]bool{},
-		dirs: map[string]cachedDir{}}
+		dirs: map[string]cachedDir{}, allowGitConfig: pol.AllowGitConfig}
 	add := c.addRule
 	for _, p := range pol.MandatoryPatterns {
 		add(p, "mandatory write-deny "+p)
@@ -206,6 +260,7 @@ func literalParts(segs []string) []string {
 }
 
 func (c *creator) close() {
+	c.removeLocks()
 	c.forgetDirs()
 	if c.root >= 0 {
 		unix.Close(c.root)
@@ -354,7 +409,7 @@ func (c *creator) gitDirRule(w where, kind int) string {
 			return c.gitDirUnsafe(w.dir)
 		}
 	case "config":
-		if kind != kConfig && isGitDir(w.dir, "") {
+		if kind != kConfig && !c.allowGitConfig && isGitDir(w.dir, "") {
 			return bareRule
 		}
 	case "hooks":
@@ -1278,7 +1333,15 @@ func (n *notifier) create(fd int, nt seccomp.Notification, w where, flags, mode 
 		}
 	}
 	unix.Umask(n.cr.umaskOf(int(nt.PID)))
+	// A lock file that did not exist is the sandbox's own, never one the
+	// host's git holds (noteLock).
+	var st unix.Stat_t
+	lock := strings.HasSuffix(w.name, ".lock") && flags&unix.O_TMPFILE != unix.O_TMPFILE &&
+		unix.Fstatat(w.dir, w.name, &st, unix.AT_SYMLINK_NOFOLLOW) == unix.ENOENT
 	nfd, err := unix.Openat(w.dir, w.name, int(flags)|unix.O_NOFOLLOW|unix.O_NOCTTY|unix.O_CLOEXEC, uint32(mode&0o7777))
+	if err == nil && lock {
+		n.cr.noteLock(w.dir, w.name, w.real, nfd)
+	}
 	return send(fd, nt, nfd, err, flags)
 }
 
@@ -1624,7 +1687,7 @@ func (n *notifier) rename(o, w where, flags uint64, pid int) (int64, unix.Errno,
 	}
 	kind := kOther
 	if !exchange && ost.Mode&unix.S_IFMT == unix.S_IFREG && path.Dir(o.real) == path.Dir(w.real) &&
-		(n.cr.isGitConfig(w.real) || w.name == "config" && isGitDir(w.dir, "")) {
+		(n.cr.isGitConfig(w.real) || w.name == "config" && !n.cr.allowGitConfig && isGitDir(w.dir, "")) {
 		kind = kConfig
 	}
 	if ost.Mode&unix.S_IFMT == unix.S_IFDIR {
