@@ -9,7 +9,8 @@ import (
 
 // TestGitAfterTheRun: what the creation-time rules let the sandbox do in
 // a repository must neither break the host's git afterwards nor stop
-// allowGitConfig from working (issue 14, items 7 and 8).
+// allowGitConfig from working (issue 14, items 7 and 8), and the hooks a
+// core.hooksPath names are as protected as .git/hooks (item 4).
 func TestGitAfterTheRun(t *testing.T) {
 	t.Parallel()
 	forEachUser(t, func(t *testing.T, u *account) {
@@ -57,6 +58,33 @@ func TestGitAfterTheRun(t *testing.T) {
 				t.Errorf("core.fsmonitor set to %q", out)
 			}
 		})
+		for _, mode := range []string{"rules-on", "rules-off"} {
+			t.Run("core.hooksPath/"+mode, func(t *testing.T) {
+				// The repository's (husky: .husky/_, which runs .husky/*),
+				// and a global one in ~/.gitconfig, present or not.
+				w := repo(t)
+				home := filepath.Join(w, "home")
+				u.write(t, filepath.Join(home, ".gitconfig"), "[core]\n\thooksPath = ~/githooks\n")
+				if out, err := git(t, w, "config", "core.hooksPath", ".husky/_"); err != nil {
+					t.Fatalf("git config: %v %s", err, out)
+				}
+				u.mkdir(t, filepath.Join(w, ".husky/_"))
+				settings := `{"filesystem":{"allowWrite":[".","~"]}}`
+				if mode == "rules-off" {
+					settings = `{"filesystem":{"allowWrite":[".","~"],"enforceNamesAtCreation":false}}`
+				}
+				out, errOut, _ := srtRun{u: u, dir: w, settings: settings, env: []string{"HOME=" + home}, args: []string{"sh", "-c",
+					`for f in .husky/_/pre-commit .husky/pre-commit ~/githooks/pre-commit; do mkdir -p $(dirname $f) 2>/dev/null; (echo 'echo pwned' > $f) 2>/dev/null && echo WROTE $f; done; true`}}.run(t)
+				if strings.Contains(out, "WROTE") {
+					t.Errorf("a core.hooksPath hook was written:\n%s\nstderr %s", out, errOut)
+				}
+				for _, f := range []string{filepath.Join(w, ".husky/_/pre-commit"), filepath.Join(w, ".husky/pre-commit"), filepath.Join(home, "githooks/pre-commit")} {
+					if _, err := os.Lstat(f); err == nil {
+						t.Errorf("%s exists on the host", f)
+					}
+				}
+			})
+		}
 		t.Run("host-lock-kept", func(t *testing.T) {
 			// A lock that exists when the sandbox opens it is not the
 			// sandbox's: it stays.

@@ -83,9 +83,7 @@ func hostTrustedDenies(home, path, settingsFile string) (denies []Path, patterns
 			}
 			if !isGlob(rel) {
 				p := makePath(filepath.Join(home, rel), rule)
-				if dir {
-					p.Literal += "/"
-				}
+				p.IsDir = dir
 				denies = append(denies, p)
 				continue
 			}

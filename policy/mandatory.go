@@ -76,15 +76,21 @@ func MandatoryGlobs(allowGitConfig bool) []string {
 // not it exists, so that it cannot be created either. Directories named
 // node_modules are not entered, symbolic links are not followed, and a
 // directory that cannot be listed is protected whole.
-func mandatoryDenies(roots []walkRoot, depth int, allowGitConfig bool) ([]Path, error) {
+func mandatoryDenies(roots []walkRoot, depth int, allowGitConfig bool, home string) ([]Path, error) {
 	var out []Path
 	seen := map[string]bool{}
+	global := hooksPaths(home, globalGitConfigs(home)...)
+	for _, d := range hooksDirs(global, "/") {
+		if filepath.IsAbs(d) {
+			out = append(out, hooksPathDeny(d))
+		}
+	}
 	for _, root := range roots {
 		if seen[root.path] {
 			continue
 		}
 		seen[root.path] = true
-		w := walker{depth: depth, allowGitConfig: allowGitConfig, seen: seen, missingAtTop: root.missingAtTop}
+		w := walker{depth: depth, allowGitConfig: allowGitConfig, seen: seen, missingAtTop: root.missingAtTop, home: home, globalHooks: global}
 		w.dir(root.path, 0)
 		if w.err != nil {
 			return nil, w.err
@@ -109,6 +115,17 @@ type walker struct {
 	out            []Path
 	// err is set when a write root itself cannot be listed.
 	err error
+	// home expands "~/" in git configuration; globalHooks are the
+	// core.hooksPath values of the system and global git configuration.
+	home        string
+	globalHooks []string
+}
+
+// hooksPathDeny protects a core.hooksPath directory d, present or not.
+func hooksPathDeny(d string) Path {
+	p := makePath(d, "mandatory: core.hooksPath")
+	p.IsDir = true
+	return p
 }
 
 func (w *walker) add(path, name string) {
@@ -198,6 +215,10 @@ func (w *walker) gitDir(dir string, g os.DirEntry) {
 		}
 	}
 	for _, gd := range gitdirs {
+		vals := append(hooksPaths(w.home, filepath.Join(gd, "config"), filepath.Join(gd, "config.worktree")), w.globalHooks...)
+		for _, d := range hooksDirs(vals, dir) {
+			w.out = append(w.out, hooksPathDeny(d))
+		}
 		w.add(filepath.Join(gd, "hooks"), ".git/hooks")
 		if !w.allowGitConfig {
 			w.add(filepath.Join(gd, "config"), ".git/config")

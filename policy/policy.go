@@ -58,6 +58,11 @@ type Path struct {
 	// e.g. "filesystem.denyWrite[1]" or "mandatory: .bashrc".
 	Rule string
 
+	// IsDir says the rule protects a directory (with everything in it)
+	// even while nothing exists at Resolved: a placeholder standing for it
+	// is a directory.
+	IsDir bool
+
 	// symlink is set when the last component of Literal is a symbolic link.
 	symlink bool
 	// literalParent is the resolved directory holding Literal's last
@@ -227,7 +232,7 @@ func Compile(s *settings.Settings, env Env) (*Policy, error) {
 			roots = append(roots, walkRoot{w.Resolved, strings.HasPrefix(w.Rule, "filesystem.")})
 		}
 	}
-	md, err := mandatoryDenies(roots, s.SearchDepth(), fs.AllowGitConfig)
+	md, err := mandatoryDenies(roots, s.SearchDepth(), fs.AllowGitConfig, env.Home)
 	if err != nil {
 		return nil, err
 	}

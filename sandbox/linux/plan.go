@@ -317,7 +317,7 @@ func placeholderFor(d policy.Path, root string) Placeholder {
 		first = a
 	}
 	dir := first != d.Resolved || slices.Contains(mandatoryDirNames, filepath.Base(first)) ||
-		strings.HasSuffix(d.Literal, "/")
+		d.IsDir || strings.HasSuffix(d.Literal, "/")
 	ph := Placeholder{Path: first, Dir: dir, Rule: d.Rule}
 	if !dir {
 		ph.Content = placeholderContent[filepath.Base(first)]
