@@ -89,3 +89,64 @@ func TestHostTrustedFiles(t *testing.T) {
 		}
 	})
 }
+
+// TestProtectedSymlinks: a protected name that is a symbolic link into a
+// writable directory (a dotfiles manager's ~/.bashrc, a shared
+// .git/hooks) must not stop srt from running; nothing may be written
+// through it or into its target, and it cannot be replaced (issue 14,
+// item 9). Without the creation-time rules the link could be replaced, so
+// srt refuses (exit 125) and says how to run.
+func TestProtectedSymlinks(t *testing.T) {
+	t.Parallel()
+	forEachUser(t, func(t *testing.T, u *account) {
+		t.Parallel()
+		for _, mode := range []string{"rules-on", "rules-off"} {
+			t.Run(mode, func(t *testing.T) {
+				w := u.workDir(t)
+				home := filepath.Join(w, "home")
+				u.write(t, filepath.Join(home, "dotfiles/bashrc"), "# rc\n")
+				u.write(t, filepath.Join(home, "dotfiles/hooks/pre-commit.sample"), "#!/bin/sh\n")
+				u.write(t, filepath.Join(home, ".bashrc"), "->dotfiles/bashrc")
+				u.mkdir(t, filepath.Join(home, "proj/.git"))
+				u.write(t, filepath.Join(home, "proj/.git/hooks"), "->../../dotfiles/hooks")
+				settings := `{"filesystem":{"allowWrite":[".","~"]}}`
+				if mode == "rules-off" {
+					settings = `{"filesystem":{"allowWrite":[".","~"],"enforceNamesAtCreation":false}}`
+				}
+				script := `(echo pwned >> ~/.bashrc) 2>/dev/null && echo WROTE-THROUGH
+(echo pwned >> ~/dotfiles/bashrc) 2>/dev/null && echo WROTE-TARGET
+(echo pwned > .git/hooks/pre-commit) 2>/dev/null && echo WROTE-HOOK
+(mv ~/dotfiles ~/df2) 2>/dev/null && echo MOVED-TARGET
+(ln -sfn /tmp ~/.bashrc) 2>/dev/null && echo REPLACED-LINK
+(rm -f ~/.bashrc && echo pwned > ~/.bashrc) 2>/dev/null && echo RECREATED
+(rm -f .git/hooks && mkdir .git/hooks && echo pwned > .git/hooks/pre-commit) 2>/dev/null && echo RECREATED-HOOKS
+echo ran`
+				out, errOut, code := srtRun{u: u, dir: filepath.Join(home, "proj"), settings: settings, env: []string{"HOME=" + home},
+					args: []string{"sh", "-c", script}}.run(t)
+				if mode == "rules-off" {
+					if code != 125 || !strings.Contains(errOut, "symbolic link") || strings.Contains(out, "ran") {
+						t.Errorf("rules off: exit %d stdout %q stderr %q; want 125 naming the link", code, out, errOut)
+					}
+					return
+				}
+				if code != 0 || !strings.Contains(out, "ran") {
+					t.Fatalf("exit %d stdout %q stderr %s", code, out, errOut)
+				}
+				for _, bad := range []string{"WROTE", "MOVED", "REPLACED", "RECREATED"} {
+					if strings.Contains(out, bad) {
+						t.Errorf("%s:\n%s", bad, out)
+					}
+				}
+				if b, _ := os.ReadFile(filepath.Join(home, "dotfiles/bashrc")); string(b) != "# rc\n" {
+					t.Errorf("the link's target changed: %q", b)
+				}
+				if fi, err := os.Lstat(filepath.Join(home, ".bashrc")); err == nil && fi.Mode().IsRegular() {
+					t.Errorf("~/.bashrc is now a regular file")
+				}
+				if _, err := os.Lstat(filepath.Join(home, "dotfiles/hooks/pre-commit")); err == nil {
+					t.Error("a hook was written into the shared hooks directory")
+				}
+			})
+		}
+	})
+}

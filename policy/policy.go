@@ -130,6 +130,10 @@ type Policy struct {
 	// write roots (trust.go); nil when FilesystemDisabled.
 	guard *linkGuard
 
+	// LinkedDenies are the DenyWrite entries that are symbolic links in a
+	// writable directory; see LinkedDeniesError.
+	LinkedDenies []Path
+
 	// Notes are human-readable remarks about rules that had no effect (a
 	// write root that does not exist, a glob that matched nothing), for
 	// debug output.
@@ -273,16 +277,32 @@ func Compile(s *settings.Settings, env Env) (*Policy, error) {
 	for _, l := range []*[]Path{&p.DenyRead, &p.AllowRead, &p.AllowWrite} {
 		*l = dedup(*l)
 	}
-	// A protected name that is a symbolic link inside a write root cannot be
-	// made read-only: a mount lands on the link's target, and the link
-	// itself could be removed and replaced by a regular file. Refuse rather
-	// than run with a protection that does not hold.
+	// A protected name that is a symbolic link inside a write root (a
+	// dotfiles manager's ~/.bashrc, a shared .git/hooks): the mount at
+	// its target keeps the target read-only, but the link itself could be
+	// replaced. Recorded for the backend, which refuses to run unless it
+	// refuses that replacement (LinkedDeniesError).
 	for _, d := range p.DenyWrite {
 		if d.symlink && p.creatable(d.parentResolved()) {
-			return nil, fmt.Errorf("%s: %s is a symbolic link inside a writable directory, and a link cannot be made read-only; replace the link with the file, or add its directory to filesystem.denyWrite: %w", d.Rule, d.Literal, ErrUnenforceable)
+			p.LinkedDenies = append(p.LinkedDenies, d)
 		}
 	}
 	return p, nil
+}
+
+// LinkedDeniesError returns, when p has LinkedDenies, the error a backend
+// that cannot refuse the replacement of a protected link returns instead
+// of running (ErrUnenforceable): a mount cannot be placed on a symbolic
+// link itself, only on its target. Linux with the creation-time rules
+// refuses every way of making the name again (rename, symlink, creation)
+// and Seatbelt denies writes to the link's own path, so they run; the
+// mounts alone, the weaker Landlock sandbox and microvm shares refuse.
+func (p *Policy) LinkedDeniesError() error {
+	if len(p.LinkedDenies) == 0 {
+		return nil
+	}
+	d := p.LinkedDenies[0]
+	return fmt.Errorf("%s: %s is a symbolic link inside a writable directory, and without the creation-time name rules (filesystem.enforceNamesAtCreation) the link could be replaced; turn them on, replace the link with the file, or add its directory to filesystem.denyWrite: %w", d.Rule, d.Literal, ErrUnenforceable)
 }
 
 // Readable reports whether path (absolute, resolved) is readable under p:

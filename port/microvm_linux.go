@@ -345,6 +345,11 @@ func microvmShares(spec Spec, p *policy.Policy) (shares []microvm.Share, protect
 	if len(shares) > 16 {
 		return nil, nil, nil, nil, &SpecError{"bindMounts", fmt.Sprintf("%d shares (binds and runnerStateDirs); the microvm backend takes at most 16", len(shares))}
 	}
+	// The guest pins paths, not links: a protected link in a writable
+	// share could be replaced.
+	if err := p.LinkedDeniesError(); err != nil {
+		return nil, nil, nil, nil, err
+	}
 	for _, d := range p.DenyWrite {
 		for _, h := range []string{d.Resolved, d.Literal} {
 			for _, g := range guestPaths(shares, h) {

@@ -325,6 +325,8 @@ func StartLandlock(ctx context.Context, cfg Config, warn io.Writer) (*landlockPr
 	if cfg.Policy != nil {
 		if _, notice, err := CreationRules(cfg.Policy, true); err != nil {
 			return nil, &SetupError{err}
+		} else if err := cfg.Policy.LinkedDeniesError(); err != nil {
+			return nil, &SetupError{err}
 		} else if notice != "" {
 			fmt.Fprintf(warn, "srt: %s\n", notice)
 		}

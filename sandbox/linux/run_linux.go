@@ -125,6 +125,9 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	if err != nil {
 		return nil, &SetupError{err}
 	}
+	if err := cfg.Policy.LinkedDeniesError(); err != nil && !create {
+		return nil, &SetupError{err}
+	}
 	if notice != "" && cfg.Stderr != nil {
 		fmt.Fprintf(cfg.Stderr, "srt: %s\n", notice)
 	}
