@@ -171,6 +171,13 @@ func (w *walker) dir(dir string, level int) {
 		}
 		w.add(filepath.Join(dir, d), d)
 	}
+	if isGitDirEntries(names) {
+		// A git directory not named .git (bare, moved, made by hand):
+		// git uses it as a repository when run in it (is_git_directory:
+		// HEAD, objects and refs, whatever their type), so what is on
+		// disk decides, not the name.
+		w.protectGitDir(dir, dir)
+	}
 	if g, ok := names[".git"]; ok {
 		w.gitDir(dir, g)
 	} else if level == 0 && w.missingAtTop {
@@ -215,26 +222,44 @@ func (w *walker) gitDir(dir string, g os.DirEntry) {
 		}
 	}
 	for _, gd := range gitdirs {
-		vals := append(hooksPaths(w.home, filepath.Join(gd, "config"), filepath.Join(gd, "config.worktree")), w.globalHooks...)
-		for _, d := range hooksDirs(vals, dir) {
-			w.out = append(w.out, hooksPathDeny(d))
-		}
-		w.add(filepath.Join(gd, "hooks"), ".git/hooks")
-		if !w.allowGitConfig {
-			w.add(filepath.Join(gd, "config"), ".git/config")
-		}
-		// Files and directories that move where git reads its config and
-		// hooks from (found by an adversarial review: a written commondir
-		// pointing at a crafted directory made host git run the command's
-		// core.fsmonitor). A missing commondir gets a placeholder holding
-		// "." (git reads it as "this directory"; an empty one breaks git);
-		// modules/ and worktrees/ hold whole git directories of their own,
-		// so they are read-only entirely: adding a submodule or a worktree
-		// inside the sandbox fails.
-		for _, name := range gitRedirects {
-			w.add(filepath.Join(gd, name), ".git/"+name)
+		w.protectGitDir(gd, dir)
+	}
+}
+
+// protectGitDir protects the hooks, configuration and redirects of git
+// directory gd, whose working tree is top (gd itself when bare), and the
+// directories its core.hooksPath names.
+func (w *walker) protectGitDir(gd, top string) {
+	vals := append(hooksPaths(w.home, filepath.Join(gd, "config"), filepath.Join(gd, "config.worktree")), w.globalHooks...)
+	for _, d := range hooksDirs(vals, top) {
+		w.out = append(w.out, hooksPathDeny(d))
+	}
+	w.add(filepath.Join(gd, "hooks"), ".git/hooks")
+	if !w.allowGitConfig {
+		w.add(filepath.Join(gd, "config"), ".git/config")
+	}
+	// Files and directories that move where git reads its config and
+	// hooks from (found by an adversarial review: a written commondir
+	// pointing at a crafted directory made host git run the command's
+	// core.fsmonitor). A missing commondir gets a placeholder holding
+	// "." (git reads it as "this directory"; an empty one breaks git);
+	// modules/ and worktrees/ hold whole git directories of their own,
+	// so they are read-only entirely: adding a submodule or a worktree
+	// inside the sandbox fails.
+	for _, name := range gitRedirects {
+		w.add(filepath.Join(gd, name), ".git/"+name)
+	}
+}
+
+// isGitDirEntries reports whether a directory listing holds what makes
+// git take the directory for a git directory.
+func isGitDirEntries(names map[string]os.DirEntry) bool {
+	for _, e := range []string{"HEAD", "objects", "refs"} {
+		if _, ok := names[e]; !ok {
+			return false
 		}
 	}
+	return true
 }
 
 // gitRedirects are the entries of a git directory that redirect where git

@@ -12,8 +12,10 @@ func nativeABI() (*abi, error) {
 		tiocsti:   unix.TIOCSTI,
 		tioclinux: unix.TIOCLINUX,
 
-		socket: unix.SYS_SOCKET,
-		ioctl:  unix.SYS_IOCTL,
+		socket:     unix.SYS_SOCKET,
+		socketpair: unix.SYS_SOCKETPAIR,
+		bind:       unix.SYS_BIND,
+		ioctl:      unix.SYS_IOCTL,
 
 		ioUringSetup:    unix.SYS_IO_URING_SETUP,
 		ioUringEnter:    unix.SYS_IO_URING_ENTER,

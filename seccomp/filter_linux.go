@@ -64,7 +64,7 @@ type abi struct {
 
 	tiocsti, tioclinux uint32
 
-	socket, ioctl uint32
+	socket, socketpair, bind, ioctl uint32
 
 	ioUringSetup, ioUringEnter, ioUringRegister uint32
 
@@ -103,9 +103,11 @@ type rule struct {
 // argCheck tests the low 32 bits of one argument.
 type argCheck struct {
 	arg int // index into seccomp_data.args
-	// equal: refuse when (u32)args[arg] == val.
+	// equal: refuse when (u32)args[arg] == val, or, with a mask, when
+	// (u32)args[arg] & mask == val.
 	// Otherwise refuse when (u32)args[arg] & val != 0.
 	equal bool
+	mask  uint32
 	val   uint32
 }
 
@@ -126,14 +128,33 @@ func rules(opts Options, s *abi) []rule {
 	// (escape-classes 4). AF_VSOCK reaches the hypervisor side (WSL2
 	// interop; escape-classes 18). AF_NETLINK stays allowed: ip and ss need
 	// it, and it only sees the sandbox's own network namespace.
-	// socketpair(AF_UNIX) is not matched (different nr): an anonymous
-	// connected pair reaches nothing new.
+	// socketpair: see below.
 	var sock []argCheck
 	if !opts.AllowUnixSockets {
 		sock = append(sock, argCheck{arg: 0, equal: true, val: unix.AF_UNIX})
 	}
 	sock = append(sock, argCheck{arg: 0, equal: true, val: unix.AF_VSOCK})
 	r = append(r, rule{name: "socket", nr: s.socket, action: retEPERM, args: sock})
+
+	// if nr == socketpair:
+	//	if (u32)args[1] & 0xf == SOCK_DGRAM { return ERRNO(EPERM) }
+	//	return ALLOW
+	// or, with CheckBinds and no listener to check bind:
+	//	return ERRNO(EPERM)
+	//
+	// A datagram end is not connected for good: sendto() with an address,
+	// or connect(), reaches any host datagram socket whose path the
+	// sandbox sees (Options.AllowUnixSockets). The type's low 4 bits are
+	// the type; SOCK_NONBLOCK and SOCK_CLOEXEC sit above. Only AF_UNIX
+	// has socketpair, so the family needs no test.
+	if !opts.AllowUnixSockets {
+		if opts.CheckBinds && !opts.Notify {
+			r = append(r, rule{name: "socketpair", nr: s.socketpair, action: retEPERM})
+		} else {
+			r = append(r, rule{name: "socketpair", nr: s.socketpair, action: retEPERM,
+				args: []argCheck{{arg: 1, equal: true, mask: 0xf, val: unix.SOCK_DGRAM}}})
+		}
+	}
 
 	// if nr == ioctl:
 	//	if (u32)args[1] == TIOCSTI   { return ERRNO(EPERM) }
@@ -424,6 +445,11 @@ func emitRule(r rule) ([]bpf.Instruction, error) {
 		if c.arg != loaded {
 			body = append(body, bpf.LoadAbsolute{Off: argLow(c.arg), Size: 4})
 			loaded = c.arg
+		}
+		if c.mask != 0 {
+			// A &= mask: the next check must load again.
+			body = append(body, bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: c.mask})
+			loaded = -1
 		}
 		cond := bpf.JumpBitsSet
 		if c.equal {

@@ -102,6 +102,10 @@ func expect(opts Options, d seccompData) uint32 {
 		if (lo0 == unix.AF_UNIX && !opts.AllowUnixSockets) || lo0 == unix.AF_VSOCK {
 			return retEPERM
 		}
+	case unix.SYS_SOCKETPAIR:
+		if !opts.AllowUnixSockets && (lo1&0xf == unix.SOCK_DGRAM || opts.CheckBinds && !opts.Notify) {
+			return retEPERM
+		}
 	case unix.SYS_IOCTL:
 		if lo1 == unix.TIOCSTI || lo1 == unix.TIOCLINUX {
 			return retEPERM
@@ -153,6 +157,8 @@ var allOptions = []Options{
 	{AllowUnixSockets: true},
 	{AllowNestedUserNamespaces: true},
 	{AllowUnixSockets: true, AllowNestedUserNamespaces: true},
+	{CheckBinds: true},
+	{CheckBinds: true, AllowUnixSockets: true},
 }
 
 func call(nr uint32, args ...uint64) seccompData {
@@ -245,6 +251,16 @@ func TestFilterVM(t *testing.T) {
 		{"fsmount", strict, call(unix.SYS_FSMOUNT), retEPERM},
 		{"fspick", strict, call(unix.SYS_FSPICK), retEPERM},
 		{"mount-setattr", strict, call(unix.SYS_MOUNT_SETATTR), retEPERM},
+
+		// Datagram socketpairs reach host datagram sockets; with
+		// CheckBinds and no listener, every socketpair is refused.
+		{"socketpair-dgram", strict, call(unix.SYS_SOCKETPAIR, unix.AF_UNIX, unix.SOCK_DGRAM), retEPERM},
+		{"socketpair-dgram-cloexec", strict, call(unix.SYS_SOCKETPAIR, unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK), retEPERM},
+		{"socketpair-dgram-high-bits", strict, call(unix.SYS_SOCKETPAIR, unix.AF_UNIX, 1<<32|unix.SOCK_DGRAM), retEPERM},
+		{"socketpair-stream", strict, call(unix.SYS_SOCKETPAIR, unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC), retAllow},
+		{"socketpair-seqpacket", strict, call(unix.SYS_SOCKETPAIR, unix.AF_UNIX, unix.SOCK_SEQPACKET), retAllow},
+		{"socketpair-dgram-allowed", unixOK, call(unix.SYS_SOCKETPAIR, unix.AF_UNIX, unix.SOCK_DGRAM), retAllow},
+		{"socketpair-no-listener", Options{CheckBinds: true}, call(unix.SYS_SOCKETPAIR, unix.AF_UNIX, unix.SOCK_STREAM), retEPERM},
 
 		// Always refused.
 		{"keyctl", nested, call(unix.SYS_KEYCTL), retEPERM},

@@ -13,13 +13,16 @@ import (
 
 var (
 	fuzzVMsOnce sync.Once
-	fuzzVMs     [4]*bpf.VM // indexed by optionBits
+	fuzzVMs     [8]*bpf.VM // indexed by optionBits
 )
 
 func optionBits(o Options) int {
 	b := 0
 	if o.AllowUnixSockets {
 		b |= 1
+	}
+	if o.CheckBinds {
+		b |= 4
 	}
 	if o.AllowNestedUserNamespaces {
 		b |= 2
@@ -69,7 +72,10 @@ func FuzzFilter(f *testing.F) {
 	})
 
 	f.Fuzz(func(t *testing.T, nr, arch uint32, ip, a0, a1, a2 uint64, optBits uint8) {
-		opts := Options{AllowUnixSockets: optBits&1 != 0, AllowNestedUserNamespaces: optBits&2 != 0}
+		opts := Options{AllowUnixSockets: optBits&1 != 0, AllowNestedUserNamespaces: optBits&2 != 0, CheckBinds: optBits&4 != 0}
+		if fuzzVMs[optionBits(opts)] == nil {
+			opts.CheckBinds = false
+		}
 		d := seccompData{nr: nr, arch: arch, ip: ip, args: [6]uint64{a0, a1, a2, a2 ^ a0, a2 ^ a1, ^a2}}
 		got := runVM(t, fuzzVMs[optionBits(opts)], d)
 

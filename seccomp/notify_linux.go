@@ -22,6 +22,11 @@ type Call struct {
 	Errno unix.Errno
 	// FS describes an observed call's arguments; nil for refused calls.
 	FS *FSCall
+	// Bind marks bind(2) under Options.CheckBinds: the listener must
+	// refuse it for an AF_UNIX socket and may perform it otherwise; it
+	// must never answer CONTINUE, since the caller could swap the
+	// descriptor or the address meanwhile.
+	Bind bool
 }
 
 // FSOp is what an observed filesystem call does to its path.
@@ -82,6 +87,9 @@ func notifyRules(rs []rule, opts Options) []rule {
 		}
 		r.action = retNotify
 		out = append(out, r)
+	}
+	if checkBinds(opts) {
+		out = append(out, rule{name: "bind", nr: uint32(unix.SYS_BIND), action: retNotify})
 	}
 	observe := opts.ObserveWrites || opts.ObserveReads
 	if !observe && !opts.EmulateCreates {
@@ -147,5 +155,13 @@ func Table(opts Options) (map[uint32]Call, error) {
 		uc := umaskCall
 		t[uint32(unix.SYS_UMASK)] = Call{Name: "umask", FS: &uc}
 	}
+	if checkBinds(opts) {
+		t[uint32(unix.SYS_BIND)] = Call{Name: "bind", Bind: true}
+	}
 	return t, nil
+}
+
+// checkBinds reports whether the filter for opts notifies bind(2).
+func checkBinds(opts Options) bool {
+	return opts.Notify && opts.CheckBinds && !opts.AllowUnixSockets
 }

@@ -30,11 +30,26 @@ import (
 // Options selects the optional parts of the filter. The zero value is the
 // strictest filter.
 type Options struct {
-	// AllowUnixSockets drops the socket(AF_UNIX) rule
-	// (settings network.allowAllUnixSockets). False means socket(AF_UNIX)
-	// fails with EPERM; socketpair(AF_UNIX) is allowed either way, because
-	// a connected pair cannot reach anything outside the process tree.
+	// AllowUnixSockets drops the socket(AF_UNIX) rule and the rules on
+	// socketpair and bind (settings network.allowAllUnixSockets). False
+	// means socket(AF_UNIX) fails with EPERM, and so does a datagram
+	// socketpair (SOCK_DGRAM): an unconnected end could sendto() any host
+	// datagram socket whose path is visible (/dev/log, journald, a log
+	// agent that forwards off the host). A stream or seqpacket pair is
+	// connected for good (connect: EISCONN; an address in sendmsg is
+	// refused or ignored), so it reaches nothing outside the process
+	// tree, but bind(2) of one end to a path creates a name: see
+	// CheckBinds.
 	AllowUnixSockets bool
+
+	// CheckBinds, with Notify, notifies every bind(2), so that the
+	// listener refuses binding an AF_UNIX socket (Call.Bind): a socket
+	// inode under any name in a writable directory (.env, a git
+	// directory's refs) would come into being where no creation rule
+	// looks. Without Notify (no listener on this kernel) a filter that
+	// cannot look at bind refuses socketpair(AF_UNIX) altogether (fail
+	// closed). Ignored with AllowUnixSockets.
+	CheckBinds bool
 
 	// AllowNestedUserNamespaces drops the rules that keep the command from
 	// building its own sandbox: namespace flags in unshare and clone,

@@ -296,6 +296,10 @@ func (n *notifier) handle(fd int, nt seccomp.Notification) {
 		seccomp.Respond(fd, nt.ID, unix.EPERM)
 		return
 	}
+	if c.Bind {
+		n.bind(fd, nt)
+		return
+	}
 	hostPID := int(nt.PID)
 	if c.FS == nil {
 		nsPID, exe := procInfo(hostPID)
@@ -612,9 +616,10 @@ func (n *notifier) close() {
 }
 
 // startNotifier sets spec up for a notifying filter and creates srt's side
-// of it, when cfg asks for sandbox violations.
+// of it, when cfg asks for sandbox violations, creation-time rules or
+// checked binds.
 func (p *Process) startNotifier(cfg Config, create bool, spec *initSpec, tmpdir string, addFD func(*os.File) int) error {
-	if cfg.OnSandboxViolation == nil && !create {
+	if cfg.OnSandboxViolation == nil && !create && !(spec.Seccomp.CheckBinds && !spec.Seccomp.AllowUnixSockets) {
 		return nil
 	}
 	spec.Seccomp.Notify = true

@@ -232,6 +232,9 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		Seccomp: seccomp.Options{
 			AllowUnixSockets:          cfg.Policy.Settings.Network.AllowAllUnixSockets,
 			AllowNestedUserNamespaces: cfg.Policy.Settings.AllowNestedUserNamespaces,
+			// bind(2) of a unix socket creates a name no creation rule
+			// sees (notifier.bind).
+			CheckBinds: !cfg.Policy.FilesystemDisabled,
 		},
 	}
 	if cfg.Agent {
