@@ -220,17 +220,8 @@ func (c *crossEnv) runTerminal(t *testing.T, script string) crossResult {
 // before (after up to 5s for a guardian's cleanup of placeholders).
 func victimUnchanged(t *testing.T, dir string, before map[string]entry, what string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		d := diffSnapshots(before, snapshot(t, dir))
-		if d == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("ESCAPE: %s: %s, outside every write root, changed on the host:\n%s", what, dir, d)
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
+	if d := settledDiff(t, dir, before, 5*time.Second); d != "" {
+		t.Errorf("ESCAPE: %s: %s, outside every write root, changed on the host:\n%s", what, dir, d)
 	}
 }
 

@@ -414,15 +414,20 @@ func assertUnchanged(t *testing.T, dir string, before map[string]entry, allowed 
 // guardian's cleanup.
 func waitUnchanged(t *testing.T, dir string, before map[string]entry, wait time.Duration) {
 	t.Helper()
+	if d := settledDiff(t, dir, before, wait); d != "" {
+		t.Errorf("host directory %s still differs after %v:\n%s", dir, wait, d)
+	}
+}
+
+// settledDiff is how dir differs from before once it stops differing or
+// wait has passed; "" when it is unchanged.
+func settledDiff(t *testing.T, dir string, before map[string]entry, wait time.Duration) string {
+	t.Helper()
 	deadline := time.Now().Add(wait)
 	for {
 		d := diffSnapshots(before, snapshot(t, dir))
-		if d == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("host directory %s still differs after %v:\n%s", dir, wait, d)
-			return
+		if d == "" || time.Now().After(deadline) {
+			return d
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
