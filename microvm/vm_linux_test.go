@@ -92,6 +92,13 @@ func TestSharesReadOnlyAndProtected(t *testing.T) {
 		{"create-in-protected", "touch /work/repo/new", 1, nil},
 		{"unmount-protected", "umount /work/repo && echo x > /work/repo/file", 1, nil},
 		{"host-root-invisible", "test -e /work/../etc/debian_version || test -e /usr/bin/apt", 1, nil},
+		// A set-id bit on a share's file lands on the host's file (9p
+		// security_model=none): a set-user-ID shell would outlive the VM.
+		{"setuid-on-share", "cp /bin/busybox /work/sh 2>/dev/null || cp /bin/sh /work/sh; chmod 4755 /work/sh", 1, func(t *testing.T) {
+			if fi, err := os.Stat(filepath.Join(rw, "sh")); err == nil && fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+				t.Errorf("host file %v", fi.Mode())
+			}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errs := run(t, vm, []string{"sh", "-c", tc.sh}, "")

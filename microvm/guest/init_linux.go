@@ -17,6 +17,7 @@ import (
 
 	"github.com/hashicorp/yamux"
 	"github.com/srt-go/srt/microvm/internal/wire"
+	"github.com/srt-go/srt/seccomp"
 	"golang.org/x/sys/unix"
 )
 
@@ -74,6 +75,17 @@ func run() error {
 		if _, _, e := syscall.AllThreadsSyscall(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, c, 0); e != 0 {
 			return fmt.Errorf("prctl(PR_CAPBSET_DROP, %d): %w", c, e)
 		}
+	}
+	// No set-id bit on any file: with 9p's security_model=none a guest
+	// chmod lands on the host's file, and a set-user-ID binary left in a
+	// writable share would outlive the VM (issue 14, item 6). Inherited
+	// by every process the agent starts.
+	setid, err := seccomp.BuildSetID()
+	if err == nil {
+		err = seccomp.Install(setid)
+	}
+	if err != nil {
+		return fmt.Errorf("set-id filter: %w", err)
 	}
 	port, err := openPort(wire.PortName, 10*time.Second)
 	if err != nil {
