@@ -113,7 +113,11 @@ func TestProtectedSymlinks(t *testing.T) {
 				if mode == "rules-off" {
 					settings = `{"filesystem":{"allowWrite":[".","~"],"enforceNamesAtCreation":false}}`
 				}
-				script := `(echo pwned >> ~/.bashrc) 2>/dev/null && echo WROTE-THROUGH
+				// The settings file itself, a link into the dotfiles.
+				u.write(t, filepath.Join(home, "dotfiles/srt.json"), settings)
+				u.write(t, filepath.Join(home, "proj/srt.json"), "->../dotfiles/srt.json")
+				script := `(rm -f srt.json && echo '{}' > srt.json) 2>/dev/null && echo RECREATED-SETTINGS
+(echo pwned >> ~/.bashrc) 2>/dev/null && echo WROTE-THROUGH
 (echo pwned >> ~/dotfiles/bashrc) 2>/dev/null && echo WROTE-TARGET
 (echo pwned > .git/hooks/pre-commit) 2>/dev/null && echo WROTE-HOOK
 (mv ~/dotfiles ~/df2) 2>/dev/null && echo MOVED-TARGET
@@ -121,8 +125,8 @@ func TestProtectedSymlinks(t *testing.T) {
 (rm -f ~/.bashrc && echo pwned > ~/.bashrc) 2>/dev/null && echo RECREATED
 (rm -f .git/hooks && mkdir .git/hooks && echo pwned > .git/hooks/pre-commit) 2>/dev/null && echo RECREATED-HOOKS
 echo ran`
-				out, errOut, code := srtRun{u: u, dir: filepath.Join(home, "proj"), settings: settings, env: []string{"HOME=" + home},
-					args: []string{"sh", "-c", script}}.run(t)
+				out, errOut, code := srtRun{u: u, dir: filepath.Join(home, "proj"), env: []string{"HOME=" + home},
+					pre: []string{"-s", filepath.Join(home, "proj/srt.json")}, args: []string{"sh", "-c", script}}.run(t)
 				if mode == "rules-off" {
 					if code != 125 || !strings.Contains(errOut, "symbolic link") || strings.Contains(out, "ran") {
 						t.Errorf("rules off: exit %d stdout %q stderr %q; want 125 naming the link", code, out, errOut)
@@ -142,6 +146,9 @@ echo ran`
 				}
 				if fi, err := os.Lstat(filepath.Join(home, ".bashrc")); err == nil && fi.Mode().IsRegular() {
 					t.Errorf("~/.bashrc is now a regular file")
+				}
+				if fi, err := os.Lstat(filepath.Join(home, "proj/srt.json")); err == nil && fi.Mode().IsRegular() {
+					t.Errorf("the settings file was replaced by the sandbox's")
 				}
 				if _, err := os.Lstat(filepath.Join(home, "dotfiles/hooks/pre-commit")); err == nil {
 					t.Error("a hook was written into the shared hooks directory")

@@ -64,12 +64,10 @@ func HostTrusted() []TrustedClass {
 	return out
 }
 
-// hostTrustedDenies returns the write-denies of the host-trusted table
-// for home, the directories of path (srt's $PATH, a colon-separated list)
-// and settingsFile (srt's settings file, or ""), and the patterns that
-// cover names created later (for MandatoryPatterns). Which ones matter is
-// left to Compile, which drops those no write root reaches.
-func hostTrustedDenies(home, path, settingsFile string) (denies []Path, patterns []string) {
+// homeTrustedDenies returns the write-denies of the host-trusted table
+// for home, and the patterns that cover names created later (for
+// MandatoryPatterns). Compile keeps those a write root reaches.
+func homeTrustedDenies(home string) (denies []Path, patterns []string) {
 	home = filepath.Clean(home)
 	for _, c := range hostTrusted {
 		for _, rel := range c.Home {
@@ -92,6 +90,14 @@ func hostTrustedDenies(home, path, settingsFile string) (denies []Path, patterns
 			}
 		}
 	}
+	return denies, patterns
+}
+
+// runTrustedDenies returns the write-denies for the directories of path
+// (srt's $PATH, a colon-separated list) and for settingsFile (srt's
+// settings file, or "").
+func runTrustedDenies(path, settingsFile string) []Path {
+	var denies []Path
 	for _, d := range filepath.SplitList(path) {
 		if filepath.IsAbs(d) {
 			denies = append(denies, makePath(filepath.Clean(d), rulePATHDir))
@@ -102,7 +108,7 @@ func hostTrustedDenies(home, path, settingsFile string) (denies []Path, patterns
 			denies = append(denies, makePath(abs, "mandatory: the settings file"))
 		}
 	}
-	return denies, patterns
+	return denies
 }
 
 // rulePATHDir is the Rule of a PATH directory's write-deny.

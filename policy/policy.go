@@ -245,18 +245,18 @@ func Compile(s *settings.Settings, env Env) (*Policy, error) {
 	// the settings file): those a write root reaches. PATH directories
 	// inside the working directory (an activated virtualenv's bin,
 	// node_modules/.bin) are the project's, like its Makefile.
-	if p.reachesHome() || s.Source != "" {
-		hd, hp := hostTrustedDenies(env.Home, environPath(), s.Source)
-		for _, d := range hd {
-			if d.Rule == rulePATHDir && Within(d.Resolved, cwd) {
-				continue
-			}
-			if longestPrefix(p.AllowWrite, d.Resolved) >= 0 {
-				p.DenyWrite = append(p.DenyWrite, d)
-			}
+	trusted := runTrustedDenies(environPath(), s.Source)
+	if p.reachesHome() {
+		hd, hp := homeTrustedDenies(env.Home)
+		trusted = append(trusted, hd...)
+		p.MandatoryPatterns = append(p.MandatoryPatterns, hp...)
+	}
+	for _, d := range trusted {
+		if d.Rule == rulePATHDir && Within(d.Resolved, cwd) {
+			continue
 		}
-		if p.reachesHome() {
-			p.MandatoryPatterns = append(p.MandatoryPatterns, hp...)
+		if longestPrefix(p.AllowWrite, d.Resolved) >= 0 {
+			p.DenyWrite = append(p.DenyWrite, d)
 		}
 	}
 

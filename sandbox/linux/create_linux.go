@@ -59,6 +59,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -221,6 +222,11 @@ func newCreator(pol *policy.Policy, tmpdir string) *creator {
 		}
 		add(policy.EscapeGlob(e.Resolved), e.Rule)
 		add(policy.EscapeGlob(e.Resolved)+"/**", e.Rule)
+		if e.Literal != e.Resolved && filepath.IsAbs(e.Literal) {
+			// A protected link (Policy.LinkedDenies): once deleted, its
+			// name must not come back as a file or a link elsewhere.
+			add(policy.EscapeGlob(e.Literal), e.Rule)
+		}
 	}
 	return c
 }
