@@ -635,6 +635,71 @@ exit 3`,
 		},
 	},
 
+	// 8b. A directory made unsearchable (0600: listable, not searchable)
+	// hides what is behind it from srt, not from the next run, which
+	// chmods it back (found by an adversarial review).
+	{
+		name: "unsearchable-dir-hides-deny",
+		fs:   `"allowWrite": ["."], "denyRead": ["./late/secret.env", "**/*.pem"]`,
+		setup: func(t *testing.T, c *crossEnv) {
+			c.u.write(t, filepath.Join(c.proj, "late/secret.env"), crossSecret)
+			c.u.write(t, filepath.Join(c.proj, "sub/x.pem"), crossSecret)
+			t.Cleanup(func() { os.Chmod(filepath.Join(c.proj, "late"), 0o755); os.Chmod(filepath.Join(c.proj, "sub"), 0o755) })
+		},
+		prepare: `chmod 0600 late && chmod 0300 sub && echo PREPARED`,
+		attack:  `chmod 700 late sub; cat late/secret.env sub/x.pem; exit 3`,
+		check: func(t *testing.T, c *crossEnv, r crossResult) {
+			noSecret(t, r, "a denyRead file behind a directory run N made unsearchable")
+		},
+	},
+	{
+		name: "unsearchable-dir-hides-symlinked-config",
+		fs:   `"allowWrite": ["~"]`,
+		setup: func(t *testing.T, c *crossEnv) {
+			c.u.write(t, filepath.Join(c.home, "dotfiles/git/config"), crossOriginal)
+			c.u.write(t, filepath.Join(c.home, ".config/git"), "->../dotfiles/git")
+			t.Cleanup(func() { os.Chmod(filepath.Join(c.home, ".config"), 0o755) })
+		},
+		prepare:   `chmod 0600 ~/.config && echo PREPARED`,
+		blockable: true, // rules off: srt refuses a protected link in a writable directory
+		attack:    `chmod 700 ~/.config; printf '[core]\n\tfsmonitor = echo pwned\n' >> ~/.config/git/config; exit 3`,
+		check: func(t *testing.T, c *crossEnv, r crossResult) {
+			c.content(t, "home/dotfiles/git/config", crossOriginal, "git's config written through ~/.config/git, a link behind a directory run N made unsearchable")
+		},
+	},
+	// 8c. A hard link made while nothing denied the file: once the file
+	// is denied, the other name must not reach it.
+	{
+		name:    "hardlink-left-behind",
+		fs:      `"allowWrite": ["."], "denyRead": ["**/.env"]`,
+		setup:   func(t *testing.T, c *crossEnv) { c.u.write(t, filepath.Join(c.proj, "notes.md"), "notes\n") },
+		prepare: `ln notes.md .env && echo PREPARED`,
+		between: func(t *testing.T, c *crossEnv) {
+			if err := os.WriteFile(filepath.Join(c.proj, ".env"), []byte(crossSecret), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		},
+		blockable: true,
+		attack:    `cat notes.md; exit 3`,
+		check: func(t *testing.T, c *crossEnv, r crossResult) {
+			noSecret(t, r, "a denyRead file read through a hard link an earlier run made")
+		},
+	},
+	// 8d. srtd's token, read by a CLI sandbox, would let it ask srtd for
+	// an unsandboxed command (backend none).
+	{
+		name:  "srtd-token-readable",
+		modes: []crossMode{crossRulesOn},
+		fs:    `"allowWrite": ["."]`,
+		setup: func(t *testing.T, c *crossEnv) {
+			c.u.write(t, filepath.Join(c.home, ".srtd/token"), crossSecret)
+		},
+		attack: `cat ~/.srtd/token; ln -s /tmp ~/.srtd2 2>/dev/null; exit 3`,
+		check: func(t *testing.T, c *crossEnv, r crossResult) {
+			noSecret(t, r, "srtd's token read from a CLI sandbox")
+		},
+	},
+
 	// 9. $HOME writable with a denied directory in it (what srtd's
 	// terminals rely on): renaming the denied directory or its parent
 	// must not carry the secret to a readable name.

@@ -37,8 +37,8 @@ var hostTrusted = []TrustedClass{
 		Why: "Debian's ~/.profile puts ~/bin and ~/.local/bin first on PATH, rustup and Go put theirs there: a program planted there (even a fake bwrap) runs instead of the real one; every PATH directory of srt's environment inside a write root is protected too"},
 	{Class: "language autoload", Home: []string{".local/lib/python*/site-packages/", ".node_modules/", ".node_libraries/",
 		".npmrc", ".yarnrc", ".yarnrc.yml", ".config/pip/", ".pip/", ".pydistutils.cfg", ".cargo/config", ".cargo/config.toml",
-		".config/go/", ".gemrc", ".irbrc", ".pryrc", ".Rprofile", ".ipython/", ".jupyter/"},
-		Why: "*.pth and usercustomize run at every Python start (site(7)); node require() searches ~/.node_modules; npm's node-options and script-shell, yarn's yarnPath, cargo's rustc-wrapper, GOFLAGS=-toolexec in go env, IPython startup files run commands"},
+		".config/go/", ".gemrc", ".irbrc", ".pryrc", ".Rprofile", ".ipython/", ".jupyter/", ".npm/_npx/"},
+		Why: "*.pth and usercustomize run at every Python start (site(7)); node require() searches ~/.node_modules; npm's node-options and script-shell, yarn's yarnPath, cargo's rustc-wrapper, GOFLAGS=-toolexec in go env, IPython startup files run commands; the host's next npx runs the packages cached in ~/.npm/_npx"},
 	{Class: "VCS", Home: []string{".hgrc", ".config/hg/"},
 		Why: "Mercurial runs [hooks] commands from its configuration (hgrc(5)); git's are among the names protected at any depth"},
 	{Class: "editors and IDEs", Home: []string{".vimrc", ".gvimrc", ".exrc", ".vim/", ".config/nvim/", ".emacs", ".emacs.d/",
@@ -51,8 +51,21 @@ var hostTrusted = []TrustedClass{
 		Why: "AWS credential_process, kubeconfig exec plugins, Docker credential helpers and cli-plugins, gh aliases with !, gpg-agent's pinentry-program, direnv's direnvrc run commands; curl and wget options redirect output"},
 	{Class: "desktop and user services", Home: []string{".local/share/applications/", ".local/share/systemd/", ".config/autostart/", ".config/systemd/"},
 		Why: "desktop entries' Exec runs on a click or at login (XDG autostart), systemd user units run at login"},
-	{Class: "srt", Home: []string{".srt-settings.json"},
-		Why: "srt's own default settings: the next plain srt run obeys it (the --settings file, wherever it is, is protected the same way)"},
+	{Class: "srt", Home: []string{".srt-settings.json", ".cache/srt-microvm/"},
+		Why: "srt's own default settings: the next plain srt run obeys it (the --settings file, wherever it is, is protected the same way); the microvm backend boots the kernel and initramfs cached there, and its guest enforces the shares' protected paths"},
+}
+
+// hostSecrets are read-denied in every sandbox with a filesystem policy:
+// srtd's bearer token at its default places (cmd/srtd), which lets whoever
+// reads it run commands outside any sandbox (backend none). Missing ones
+// cannot be created either (policy.Compile), so no run can plant a link
+// there for srtd to write its next token through.
+func hostSecrets(home string) []string {
+	out := []string{filepath.Join(home, ".srtd")}
+	if d := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
+		out = append(out, filepath.Join(d, "srtd"))
+	}
+	return out
 }
 
 // HostTrusted returns the table of host-trusted file classes (a copy).

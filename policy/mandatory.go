@@ -136,7 +136,14 @@ func (w *walker) dir(dir string, level int) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		if level > 0 {
-			// We cannot see what is in it, so nothing in it may change.
+			if u := unlistable(dir, err); u != nil {
+				// The user's own: a run could chmod it back and write
+				// through what is in it (a link to a writable place).
+				w.err = u
+				return
+			}
+			// Another user's: we cannot see what is in it, so nothing
+			// in it may change.
 			w.out = append(w.out, makePath(dir, "mandatory: unreadable directory"))
 			return
 		}
@@ -165,7 +172,9 @@ func (w *walker) dir(dir string, level int) {
 			continue
 		}
 		if nested && !top0 {
-			if _, err := os.Lstat(filepath.Join(dir, d)); err != nil {
+			// Only a name that surely is not there is skipped: one srt
+			// cannot look at is added, and Compile refuses it.
+			if _, err := os.Lstat(filepath.Join(dir, d)); err != nil && uncheckable(filepath.Join(dir, d), err) == nil {
 				continue
 			}
 		}

@@ -71,6 +71,11 @@ type Path struct {
 	// globMatch says the path is what a glob entry matched, not an entry
 	// itself.
 	globMatch bool
+	// uncheckable is why srt could not look at the path although it may
+	// exist (see uncheckable in trust.go); nil when it could.
+	uncheckable error
+	// nlink is the target's link count when it exists (0 where unknown).
+	nlink uint64
 }
 
 func (p Path) parentResolved() string { return p.literalParent }
@@ -184,6 +189,9 @@ func Compile(s *settings.Settings, env Env) (*Policy, error) {
 	r := resolver{cwd: env.Cwd, home: env.Home, p: p}
 	fs := &s.Filesystem
 	p.DenyRead = r.entries("filesystem.denyRead", fs.DenyRead, true)
+	for _, d := range hostSecrets(env.Home) {
+		p.DenyRead = append(p.DenyRead, makePath(d, "mandatory: srtd's token"))
+	}
 	p.AllowRead = r.entries("filesystem.allowRead", fs.AllowRead, false)
 	p.DenyWrite = r.entries("filesystem.denyWrite", fs.DenyWrite, true)
 	if r.err != nil {
@@ -277,6 +285,9 @@ func Compile(s *settings.Settings, env Env) (*Policy, error) {
 	for _, l := range []*[]Path{&p.DenyRead, &p.AllowRead, &p.AllowWrite} {
 		*l = dedup(*l)
 	}
+	if err := p.checkedDenies(r.unlisted); err != nil {
+		return nil, err
+	}
 	// A protected name that is a symbolic link inside a write root (a
 	// dotfiles manager's ~/.bashrc, a shared .git/hooks): the mount at
 	// its target keeps the target read-only, but the link itself could be
@@ -288,6 +299,27 @@ func Compile(s *settings.Settings, env Env) (*Policy, error) {
 		}
 	}
 	return p, nil
+}
+
+// checkedDenies refuses (ErrUnenforceable) a policy with a deny srt could
+// not look at inside a write root (Path.uncheckable, or a directory a
+// deny glob could not read, unlisted): a run may have hidden it there by
+// a chmod, to chmod it back in the next. A denied file with other hard
+// links inside a write root is refused too: a name elsewhere reaches the
+// same content (an earlier run's `ln .env notes.txt`, made before .env
+// was denied), and no mount covers it.
+func (p *Policy) checkedDenies(unlisted []Path) error {
+	for _, l := range [][]Path{p.DenyRead, p.DenyWrite, unlisted} {
+		for _, d := range l {
+			if d.uncheckable != nil && longestPrefix(p.AllowWrite, d.Resolved) >= 0 {
+				return fmt.Errorf("%s: %w", d.Rule, d.uncheckable)
+			}
+			if d.Kind == File && d.nlink > 1 && longestPrefix(p.AllowWrite, d.Resolved) >= 0 {
+				return fmt.Errorf("%s: %s has %d hard links, and the other names reach the same file outside the rule; remove them (find -samefile) or copy the file: %w", d.Rule, d.Resolved, d.nlink, ErrUnenforceable)
+			}
+		}
+	}
+	return nil
 }
 
 // LinkedDeniesError returns, when p has LinkedDenies, the error a backend

@@ -18,6 +18,10 @@ type resolver struct {
 	p         *Policy
 	// err is the first rule that cannot be enforced (an invalid glob).
 	err error
+	// unlisted are the user's directories a deny glob's walk could not
+	// read: what they hold is unknown (Compile refuses those inside a
+	// write root).
+	unlisted []Path
 }
 
 // abs expands "~", "~/x" and relative paths (against the working
@@ -110,7 +114,11 @@ func (r *resolver) entries(key string, list []settings.PathEntry, deny bool) []P
 		}
 		var matches []string
 		if deny {
-			matches = expandGlobFollow(r.globAbs(e.Path))
+			matches = expandGlobFollow(r.globAbs(e.Path), func(dir string, err error) {
+				if u := unlistable(dir, err); u != nil {
+					r.unlisted = append(r.unlisted, Path{Literal: dir, Resolved: resolveMissing(dir), Rule: rule, uncheckable: u})
+				}
+			})
 		} else {
 			matches = expandGlob(r.globAbs(e.Path))
 		}
@@ -185,8 +193,9 @@ func expandGlob(pattern string) []string {
 // symbolic links to directories (each directory is entered once, by
 // device and inode, so a link loop ends) and reports a match by the path
 // it was reached at; makePath resolves it to its target. Directories no
-// match can lie under are not entered.
-func expandGlobFollow(pattern string) []string {
+// match can lie under are not entered; onErr hears of every directory
+// that could not be read.
+func expandGlobFollow(pattern string, onErr func(dir string, err error)) []string {
 	base, pat := doublestar.SplitPattern(filepath.Clean(pattern))
 	base = unescapeGlob(base)
 	segs := strings.Split(pat, "/")
@@ -214,6 +223,7 @@ func expandGlobFollow(pattern string) []string {
 	walk = func(dir string, rel []string) {
 		ents, err := os.ReadDir(dir)
 		if err != nil {
+			onErr(dir, err)
 			return
 		}
 		for _, e := range ents {
@@ -256,15 +266,21 @@ func mayMatchBelow(segs, dir []string) bool {
 // makePath builds a Path for an absolute, clean path.
 func makePath(lit, rule string) Path {
 	p := Path{Literal: lit, Rule: rule, literalParent: resolveMissing(filepath.Dir(lit))}
-	if fi, err := os.Lstat(lit); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+	fi, err := os.Lstat(lit)
+	if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 		p.symlink = true
 	}
+	p.uncheckable = uncheckable(lit, err)
 	p.Resolved = resolveMissing(lit)
-	if fi, err := os.Stat(p.Resolved); err == nil {
+	fi, err = os.Stat(p.Resolved)
+	if err == nil {
 		p.Kind = File
 		if fi.IsDir() {
 			p.Kind = Dir
 		}
+		p.nlink = links(fi)
+	} else if p.uncheckable == nil {
+		p.uncheckable = uncheckable(p.Resolved, err)
 	}
 	return p
 }

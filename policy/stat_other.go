@@ -12,3 +12,6 @@ func fileID(fs.FileInfo) ([2]uint64, bool) { return [2]uint64{}, false }
 
 // euid is meaningless on this platform.
 func euid() uint32 { return 0 }
+
+// links is unknown on this platform.
+func links(fs.FileInfo) uint64 { return 0 }

@@ -25,5 +25,13 @@ func fileID(fi fs.FileInfo) ([2]uint64, bool) {
 	return [2]uint64{uint64(st.Dev), uint64(st.Ino)}, true
 }
 
+// links returns fi's link count.
+func links(fi fs.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink)
+	}
+	return 0
+}
+
 // euid is the effective user ID srt runs as.
 func euid() uint32 { return uint32(syscall.Geteuid()) }

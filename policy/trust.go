@@ -104,6 +104,9 @@ func (g *linkGuard) resolve(lit string) (string, error) {
 		next := filepath.Join(cur, c)
 		fi, err := os.Lstat(next)
 		if err != nil {
+			if u := uncheckable(next, err); u != nil {
+				return "", u
+			}
 			return filepath.Join(append([]string{next}, rest...)...), nil
 		}
 		if fi.Mode()&fs.ModeSymlink == 0 {
@@ -208,6 +211,8 @@ func (r *resolver) guardWrites(explicit []Path) (*linkGuard, error) {
 		case err != nil && c.globMatch && errors.As(err, &le):
 			r.p.Notes = append(r.p.Notes, fmt.Sprintf("%s: match %s left out: %v", c.Rule, c.Literal, err))
 			continue
+		case err != nil && !errors.As(err, &le):
+			return nil, fmt.Errorf("%s: %w", c.Rule, err)
 		case err != nil:
 			return nil, fmt.Errorf("%s: %s: %w; a write root must not be reached through it, since a run could re-point it at any directory: name the target instead: %w", c.Rule, c.Literal, err, ErrUnenforceable)
 		}
@@ -239,6 +244,8 @@ func (r *resolver) guardRules(g *linkGuard, list []Path) ([]Path, error) {
 		case e.globMatch && errors.As(err, &le):
 			r.p.Notes = append(r.p.Notes, fmt.Sprintf("%s: match %s left out: %v", e.Rule, e.Literal, err))
 			continue
+		case !errors.As(err, &le):
+			return nil, fmt.Errorf("%s: %w", e.Rule, err)
 		default:
 			return nil, fmt.Errorf("%s: %s: %w; the rule must not be spelled through it, since a run could re-point it and move the rule off what it protects: name the target instead: %w", e.Rule, e.Literal, err, ErrUnenforceable)
 		}
@@ -273,4 +280,43 @@ func (p *Policy) guarded(e Path) (Path, error) {
 		return e, fmt.Errorf("%s: %s: %w; a mount must not be reached through it, since a session could re-point it: name the target instead: %w", e.Rule, e.Literal, err, ErrUnenforceable)
 	}
 	return e.at(res), nil
+}
+
+// uncheckable returns why path could not be looked at, when the sandbox
+// could have caused it: lstat(2) failed with err, not for want of the
+// path (ENOENT, ENOTDIR) but because a directory on the way cannot be
+// searched (EACCES: an earlier run's chmod 0600), and that directory
+// belongs to the user, so that a run can chmod it back and reach what is
+// behind it. A directory of another user's is left alone: the sandbox
+// cannot search it either, or change that. nil when nothing is in the way
+// (root searches every directory).
+func uncheckable(path string, err error) error {
+	if err == nil || errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return nil
+	}
+	for d := filepath.Dir(path); ; d = filepath.Dir(d) {
+		if fi, e := os.Lstat(d); e == nil {
+			if uid, ok := owner(fi); ok && uid != euid() {
+				return nil
+			}
+			return fmt.Errorf("%s cannot be checked (%w): the directory %s is in the way, and a run of the sandbox could have changed its permissions to hide what is behind it; restore them (chmod u+rwx %s): %w", path, err, d, d, ErrUnenforceable)
+		}
+		if d == "/" {
+			return nil
+		}
+	}
+}
+
+// unlistable returns why directory dir, which srt could not list or
+// search (err), must make the run refuse: it is the user's (see
+// uncheckable). nil for another user's directory.
+func unlistable(dir string, err error) error {
+	fi, e := os.Lstat(dir)
+	if e != nil {
+		return uncheckable(dir, e)
+	}
+	if uid, ok := owner(fi); ok && uid != euid() {
+		return nil
+	}
+	return fmt.Errorf("directory %s cannot be listed or searched (%w), and a run of the sandbox could have changed its permissions to hide what is in it; restore them (chmod u+rwx %s): %w", dir, err, dir, ErrUnenforceable)
 }
