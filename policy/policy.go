@@ -167,6 +167,15 @@ func Compile(s *settings.Settings, env Env) (*Policy, error) {
 	if s == nil {
 		s = settings.Default()
 	}
+	p, err := compile(s, env)
+	if err != nil && s.Source != "" {
+		// Name the file, as settings errors do.
+		return nil, fmt.Errorf("%s: %w", s.Source, err)
+	}
+	return p, err
+}
+
+func compile(s *settings.Settings, env Env) (*Policy, error) {
 	var err error
 	if env.Cwd == "" {
 		if env.Cwd, err = os.Getwd(); err != nil {

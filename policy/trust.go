@@ -76,10 +76,22 @@ type linkError struct {
 	Link string
 	// Why says who could have made it.
 	Why string
+	// Final says the link is the last component of the path resolved.
+	Final bool
 }
 
 func (e *linkError) Error() string {
 	return fmt.Sprintf("%s is a symbolic link, and %s", e.Link, e.Why)
+}
+
+// hint is what the user can do about a linkError met while resolving lit:
+// name the target, or, when the link is on the way to the working
+// directory (a relative rule), work from the directory's real path.
+func hint(lit, cwd string, le *linkError) string {
+	if Within(cwd, le.Link) && Within(lit, cwd) {
+		return "work from the directory's real path (cd \"$(pwd -P)\") or name the target instead"
+	}
+	return "name the target instead"
 }
 
 // resolve is resolveMissing for an absolute clean path, walked one
@@ -114,7 +126,7 @@ func (g *linkGuard) resolve(lit string) (string, error) {
 			continue
 		}
 		if why := g.untrustedLink(cur, fi); why != "" {
-			return "", &linkError{Link: next, Why: why}
+			return "", &linkError{Link: next, Why: why, Final: len(rest) == 0}
 		}
 		if follows++; follows > 40 {
 			return "", fmt.Errorf("%s: %w", lit, syscall.ELOOP)
@@ -214,7 +226,7 @@ func (r *resolver) guardWrites(explicit []Path) (*linkGuard, error) {
 		case err != nil && !errors.As(err, &le):
 			return nil, fmt.Errorf("%s: %w", c.Rule, err)
 		case err != nil:
-			return nil, fmt.Errorf("%s: %s: %w; a write root must not be reached through it, since a run could re-point it at any directory: name the target instead: %w", c.Rule, c.Literal, err, ErrUnenforceable)
+			return nil, fmt.Errorf("%s: %s: %w; a write root must not be reached through it, since a run could re-point it at any directory: %s: %w", c.Rule, c.Literal, err, hint(c.Literal, r.cwd, le), ErrUnenforceable)
 		}
 		out = append(out, c.at(res))
 	}
@@ -244,10 +256,14 @@ func (r *resolver) guardRules(g *linkGuard, list []Path) ([]Path, error) {
 		case e.globMatch && errors.As(err, &le):
 			r.p.Notes = append(r.p.Notes, fmt.Sprintf("%s: match %s left out: %v", e.Rule, e.Literal, err))
 			continue
+		case errors.As(err, &le) && le.Final && strings.HasPrefix(e.Rule, "filesystem.denyWrite"):
+			// A write-denied link itself (a dotfiles ~/.bashrc): its
+			// target is protected, and the link is one of
+			// Policy.LinkedDenies, which the backend protects or refuses.
 		case !errors.As(err, &le):
 			return nil, fmt.Errorf("%s: %w", e.Rule, err)
 		default:
-			return nil, fmt.Errorf("%s: %s: %w; the rule must not be spelled through it, since a run could re-point it and move the rule off what it protects: name the target instead: %w", e.Rule, e.Literal, err, ErrUnenforceable)
+			return nil, fmt.Errorf("%s: %s: %w; the rule must not be spelled through it, since a run could re-point it and move the rule off what it protects: %s: %w", e.Rule, e.Literal, err, hint(e.Literal, r.cwd, le), ErrUnenforceable)
 		}
 		out = append(out, e)
 	}

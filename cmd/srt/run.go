@@ -252,7 +252,7 @@ func commandLine(o *options) ([]string, error) {
 	if len(o.args) == 0 {
 		return nil, errors.New("no command given; usage: srt [options] [--] COMMAND [ARG...], or srt -c STRING (see srt --help)")
 	}
-	if o.args[0] == "" {
+	if strings.TrimSpace(o.args[0]) == "" {
 		return nil, errors.New("the command is an empty string")
 	}
 	if len(o.args) == 1 && isCommandString(o.args[0]) {
