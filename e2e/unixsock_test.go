@@ -73,6 +73,10 @@ def dgram():
     x, y = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
     x.sendto(b"leak", "host-dgram.sock")
 attempt("dgram-to-host", dgram)
+def raw():
+    x, y = socket.socketpair(socket.AF_UNIX, socket.SOCK_RAW)
+    x.sendto(b"leak", "host-dgram.sock")
+attempt("raw-is-dgram-to-host", raw)
 attempt("stream-connect-host", lambda: a.connect("host-dgram.sock"))
 def hooks():
     with open("trap/hooks/pre-commit", "w") as f: f.write("echo pwned")

@@ -109,6 +109,9 @@ type argCheck struct {
 	equal bool
 	mask  uint32
 	val   uint32
+	// allowed, when set, inverts the check: refuse when (u32)args[arg]
+	// (& mask, when set) is none of these. It must be a rule's only check.
+	allowed []uint32
 }
 
 // rules returns the deny list for opts. Each entry carries the pseudo-code
@@ -137,22 +140,26 @@ func rules(opts Options, s *abi) []rule {
 	r = append(r, rule{name: "socket", nr: s.socket, action: retEPERM, args: sock})
 
 	// if nr == socketpair:
-	//	if (u32)args[1] & 0xf == SOCK_DGRAM { return ERRNO(EPERM) }
-	//	return ALLOW
+	//	A = (u32)args[1] & 0xf
+	//	if A == SOCK_STREAM || A == SOCK_SEQPACKET { return ALLOW }
+	//	return ERRNO(EPERM)
 	// or, with CheckBinds and no listener to check bind:
 	//	return ERRNO(EPERM)
 	//
-	// A datagram end is not connected for good: sendto() with an address,
-	// or connect(), reaches any host datagram socket whose path the
-	// sandbox sees (Options.AllowUnixSockets). The type's low 4 bits are
-	// the type; SOCK_NONBLOCK and SOCK_CLOEXEC sit above. Only AF_UNIX
-	// has socketpair, so the family needs no test.
+	// Only a connection-oriented pair is connected for good; any other
+	// type is refused: a datagram end reaches any host datagram socket
+	// whose path the sandbox sees by sendto() or connect()
+	// (Options.AllowUnixSockets), and AF_UNIX turns SOCK_RAW into
+	// SOCK_DGRAM (unix_create), so listing the refused types would miss
+	// one (found by an adversarial review). The type's low 4 bits are the
+	// type; SOCK_NONBLOCK and SOCK_CLOEXEC sit above. Only AF_UNIX has
+	// socketpair, so the family needs no test.
 	if !opts.AllowUnixSockets {
 		if opts.CheckBinds && !opts.Notify {
 			r = append(r, rule{name: "socketpair", nr: s.socketpair, action: retEPERM})
 		} else {
 			r = append(r, rule{name: "socketpair", nr: s.socketpair, action: retEPERM,
-				args: []argCheck{{arg: 1, equal: true, mask: 0xf, val: unix.SOCK_DGRAM}}})
+				args: []argCheck{{arg: 1, mask: 0xf, allowed: []uint32{unix.SOCK_STREAM, unix.SOCK_SEQPACKET}}}})
 		}
 	}
 
@@ -415,6 +422,33 @@ func program(rs []rule, s *abi) ([]bpf.Instruction, error) {
 	return p, nil
 }
 
+// emitAllowed assembles a rule whose one check lists the allowed values:
+//
+//	jeq  #nr, 0, n        ; not this call: skip the rule
+//	ld   [args[i] low]
+//	and  #mask            ; when a mask is set
+//	jeq  #v1, allow, 0    ; one per allowed value
+//	...
+//	ret  #action
+//	allow: ret #ALLOW
+func emitAllowed(r rule) ([]bpf.Instruction, error) {
+	c := r.args[0]
+	if c.arg < 0 || c.arg > 5 || len(c.allowed) > 200 {
+		return nil, fmt.Errorf("seccomp rule %s: bad allowed check (bug)", r.name)
+	}
+	body := []bpf.Instruction{bpf.LoadAbsolute{Off: argLow(c.arg), Size: 4}}
+	if c.mask != 0 {
+		body = append(body, bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: c.mask})
+	}
+	for i, v := range c.allowed {
+		// Skip the rest of the values and the deny to reach allow.
+		body = append(body, bpf.JumpIf{Cond: bpf.JumpEqual, Val: v, SkipTrue: uint8(len(c.allowed) - i)})
+	}
+	body = append(body, bpf.RetConstant{Val: r.action}, bpf.RetConstant{Val: retAllow})
+	head := bpf.JumpIf{Cond: bpf.JumpEqual, Val: r.nr, SkipFalse: uint8(len(body))}
+	return append([]bpf.Instruction{head}, body...), nil
+}
+
 // emitRule assembles one rule. A whole-call rule:
 //
 //	jeq  #nr, 0, 1        ; not this call: fall through to the next rule
@@ -434,6 +468,9 @@ func emitRule(r rule) ([]bpf.Instruction, error) {
 			bpf.JumpIf{Cond: bpf.JumpEqual, Val: r.nr, SkipFalse: 1},
 			bpf.RetConstant{Val: r.action},
 		}, nil
+	}
+	if len(r.args) == 1 && len(r.args[0].allowed) > 0 {
+		return emitAllowed(r)
 	}
 	var body []bpf.Instruction
 	loaded := -1

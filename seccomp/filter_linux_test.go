@@ -103,7 +103,7 @@ func expect(opts Options, d seccompData) uint32 {
 			return retEPERM
 		}
 	case unix.SYS_SOCKETPAIR:
-		if !opts.AllowUnixSockets && (lo1&0xf == unix.SOCK_DGRAM || opts.CheckBinds && !opts.Notify) {
+		if !opts.AllowUnixSockets && (lo1&0xf != unix.SOCK_STREAM && lo1&0xf != unix.SOCK_SEQPACKET || opts.CheckBinds && !opts.Notify) {
 			return retEPERM
 		}
 	case unix.SYS_IOCTL:
@@ -257,6 +257,8 @@ func TestFilterVM(t *testing.T) {
 		{"socketpair-dgram", strict, call(unix.SYS_SOCKETPAIR, unix.AF_UNIX, unix.SOCK_DGRAM), retEPERM},
 		{"socketpair-dgram-cloexec", strict, call(unix.SYS_SOCKETPAIR, unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK), retEPERM},
 		{"socketpair-dgram-high-bits", strict, call(unix.SYS_SOCKETPAIR, unix.AF_UNIX, 1<<32|unix.SOCK_DGRAM), retEPERM},
+		{"socketpair-raw-is-dgram", strict, call(unix.SYS_SOCKETPAIR, unix.AF_UNIX, unix.SOCK_RAW), retEPERM},
+		{"socketpair-type-zero", strict, call(unix.SYS_SOCKETPAIR, unix.AF_UNIX, 0), retEPERM},
 		{"socketpair-stream", strict, call(unix.SYS_SOCKETPAIR, unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC), retAllow},
 		{"socketpair-seqpacket", strict, call(unix.SYS_SOCKETPAIR, unix.AF_UNIX, unix.SOCK_SEQPACKET), retAllow},
 		{"socketpair-dgram-allowed", unixOK, call(unix.SYS_SOCKETPAIR, unix.AF_UNIX, unix.SOCK_DGRAM), retAllow},
