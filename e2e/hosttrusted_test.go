@@ -157,3 +157,50 @@ echo ran`
 		}
 	})
 }
+
+// TestLinksInsideProtectedDirs: a mount makes a protected directory
+// read-only, not what its entries lead to. A hook that is a symlink into
+// the project and pipx's ~/.local/bin links must not be written through
+// (nor their targets directly), and a hook hard-linked to a project file
+// refuses the run (adversarial review: the host's next git commit ran a
+// hook written through such a link).
+func TestLinksInsideProtectedDirs(t *testing.T) {
+	t.Parallel()
+	forEachUser(t, func(t *testing.T, u *account) {
+		t.Parallel()
+		for _, mode := range []string{"rules-on", "rules-off"} {
+			t.Run(mode, func(t *testing.T) {
+				w := u.workDir(t)
+				home := filepath.Join(w, "home")
+				proj := filepath.Join(home, "proj")
+				u.write(t, filepath.Join(proj, "scripts/pre-commit"), "#!/bin/sh\n")
+				u.mkdir(t, filepath.Join(proj, ".git/hooks"))
+				u.write(t, filepath.Join(proj, ".git/hooks/pre-commit"), "->../../scripts/pre-commit")
+				u.write(t, filepath.Join(home, ".local/share/pipx/venvs/black/bin/black"), "#!/bin/sh\n")
+				u.write(t, filepath.Join(home, ".local/bin/black"), "->../share/pipx/venvs/black/bin/black")
+				settings := `{"filesystem":{"allowWrite":[".","~"]}}`
+				if mode == "rules-off" {
+					settings = `{"filesystem":{"allowWrite":[".","~"],"enforceNamesAtCreation":false}}`
+				}
+				script := `for f in .git/hooks/pre-commit scripts/pre-commit ~/.local/bin/black ~/.local/share/pipx/venvs/black/bin/black; do (echo 'echo PWNED' >> $f) 2>/dev/null && echo WROTE $f; done; true`
+				out, errOut, code := srtRun{u: u, dir: proj, settings: settings, env: []string{"HOME=" + home}, args: []string{"sh", "-c", script}}.run(t)
+				if code != 0 || strings.Contains(out, "WROTE") {
+					t.Errorf("exit %d, stdout %q (stderr %s): a link's target inside a protected directory was written", code, out, errOut)
+				}
+				for _, f := range []string{filepath.Join(proj, "scripts/pre-commit"), filepath.Join(home, ".local/share/pipx/venvs/black/bin/black")} {
+					if b, _ := os.ReadFile(f); strings.Contains(string(b), "PWNED") {
+						t.Errorf("%s changed on the host: %q", f, b)
+					}
+				}
+				// A hard-linked hook: the run is refused.
+				if err := os.Link(filepath.Join(proj, "scripts/pre-commit"), filepath.Join(proj, ".git/hooks/post-commit")); err != nil {
+					t.Fatal(err)
+				}
+				out, errOut, code = srtRun{u: u, dir: proj, settings: settings, env: []string{"HOME=" + home}, args: []string{"echo", "ran"}}.run(t)
+				if code != 125 || out != "" || !strings.Contains(errOut, "hard links") {
+					t.Errorf("a hard-linked hook: exit %d stdout %q stderr %q; want 125 naming the hard links", code, out, errOut)
+				}
+			})
+		}
+	})
+}

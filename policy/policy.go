@@ -294,6 +294,9 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 	for _, l := range []*[]Path{&p.DenyRead, &p.AllowRead, &p.AllowWrite} {
 		*l = dedup(*l)
 	}
+	if err := p.scanProtectedDirs(); err != nil {
+		return nil, err
+	}
 	if err := p.checkedDenies(r.unlisted); err != nil {
 		return nil, err
 	}
