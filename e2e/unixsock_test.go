@@ -110,3 +110,42 @@ c = socket.create_connection(s.getsockname()); k, _ = s.accept(); c.send(b"tcp")
 		}
 	})
 }
+
+// TestHostFIFO: a read-only mount refuses writes to files, not opens of
+// a FIFO for writing; the host's FIFOs (/run/initctl, a tool's control
+// pipe) must not be written from the sandbox, while the sandbox's own
+// FIFOs work (adversarial review). Creation-time rules on: they perform
+// every write open.
+func TestHostFIFO(t *testing.T) {
+	t.Parallel()
+	forEachUser(t, func(t *testing.T, u *account) {
+		t.Parallel()
+		w := u.workDir(t)
+		u.mkdir(t, filepath.Join(w, "proj"))
+		u.mkdir(t, filepath.Join(w, "host"))
+		fifo := filepath.Join(w, "host/control")
+		if err := exec.Command("mkfifo", "-m", "666", fifo).Run(); err != nil {
+			t.Fatal(err)
+		}
+		// O_RDWR: the host's reader opens without waiting for a writer.
+		r, err := os.OpenFile(fifo, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		out, errOut, _ := sh(t, u, filepath.Join(w, "proj"), `{"filesystem":{"allowWrite":["."]}}`,
+			`(echo leak > ../host/control) 2>/dev/null && echo WROTE; (exec 3<>../host/control) 2>/dev/null && echo OPENED-RDWR
+mkfifo own && (cat own &) && echo own-ok > own; wait`)
+		if strings.Contains(out, "WROTE") || strings.Contains(out, "OPENED") {
+			t.Errorf("the host's FIFO was opened for writing: %s (stderr %s)", out, errOut)
+		}
+		if !strings.Contains(out, "own-ok") {
+			t.Errorf("the sandbox's own FIFO failed: %q %s", out, errOut)
+		}
+		r.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		buf := make([]byte, 16)
+		if n, _ := r.Read(buf); n > 0 {
+			t.Errorf("the host's FIFO received %q", buf[:n])
+		}
+	})
+}

@@ -15,12 +15,29 @@ import (
 // relative to the directory where the hooks are run", the top of the
 // working tree (the git directory for a bare repository).
 
-// hooksPaths returns every core.hooksPath value the configuration files
-// may give git: configs, in the order given, and every file they include,
-// whatever the condition of an includeIf (a superset is what protection
-// needs). home expands "~/". At most maxIncludes files are read.
+// gitRefs are what git configuration files make git run or read.
+type gitRefs struct {
+	// hooks are the core.hooksPath values, as written ("~/" expanded).
+	hooks []string
+	// includes are the files include.path and includeIf.*.path name
+	// (absolute): git reads them as part of the configuration.
+	includes []string
+	// templates are the init.templateDir values (absolute): git init and
+	// git clone copy their hooks into every new repository.
+	templates []string
+}
+
+// hooksPaths returns the core.hooksPath values of readGitConfig.
 func hooksPaths(home string, configs ...string) []string {
-	var out []string
+	return readGitConfig(home, configs...).hooks
+}
+
+// readGitConfig reads configs, in the order given, and every file they
+// include, whatever the condition of an includeIf (a superset is what
+// protection needs). home expands "~/". At most maxIncludes files are
+// read.
+func readGitConfig(home string, configs ...string) gitRefs {
+	var out gitRefs
 	seen := map[string]bool{}
 	var read func(file string, depth int)
 	read = func(file string, depth int) {
@@ -59,12 +76,17 @@ func hooksPaths(home string, configs ...string) []string {
 			val = configValue(val)
 			switch {
 			case section == "core" && key == "hookspath" && val != "":
-				out = append(out, expandHome(val, home))
+				out.hooks = append(out.hooks, expandHome(val, home))
+			case section == "init" && key == "templatedir" && val != "":
+				if t := expandHome(val, home); filepath.IsAbs(t) {
+					out.templates = append(out.templates, filepath.Clean(t))
+				}
 			case (section == "include" || section == "includeif") && key == "path" && val != "":
 				p := expandHome(val, home)
 				if !filepath.IsAbs(p) {
 					p = filepath.Join(filepath.Dir(file), p)
 				}
+				out.includes = append(out.includes, filepath.Clean(p))
 				read(filepath.Clean(p), depth+1)
 			}
 		}

@@ -31,25 +31,31 @@ type TrustedClass struct {
 var hostTrusted = []TrustedClass{
 	{Class: "shell", Home: []string{".bash_aliases", ".bash_completion", ".kshrc", ".mkshrc", ".tcshrc", ".cshrc",
 		".login", ".logout", ".xprofile", ".xsessionrc", ".xinitrc", ".xsession", ".pam_environment",
-		".config/environment.d/", ".tmux.conf", ".config/tmux/", ".screenrc"},
+		".config/environment.d/", ".tmux.conf", ".config/tmux/", ".screenrc", ".bashrc.d/", ".config/fish/", ".cargo/env", ".nvm/", ".sdkman/",
+		".oh-my-zsh/", ".zcompdump", ".p10k.zsh", ".local/share/bash-completion/", ".config/user-tmpfiles.d/"},
 		Why: "sourced by shells, X sessions and terminal multiplexers at start (Debian's ~/.bashrc sources ~/.bash_aliases; bash(1), tmux(1) run-shell, environment.d(5))"},
 	{Class: "PATH directories", Home: []string{"bin/", ".local/bin/", ".cargo/bin/", "go/bin/"},
 		Why: "Debian's ~/.profile puts ~/bin and ~/.local/bin first on PATH, rustup and Go put theirs there: a program planted there (even a fake bwrap) runs instead of the real one; every PATH directory of srt's environment inside a write root is protected too"},
 	{Class: "language autoload", Home: []string{".local/lib/python*/site-packages/", ".node_modules/", ".node_libraries/",
 		".npmrc", ".yarnrc", ".yarnrc.yml", ".config/pip/", ".pip/", ".pydistutils.cfg", ".cargo/config", ".cargo/config.toml",
-		".config/go/", ".gemrc", ".irbrc", ".pryrc", ".Rprofile", ".ipython/", ".jupyter/", ".npm/_npx/"},
+		".config/go/", ".gemrc", ".irbrc", ".pryrc", ".Rprofile", ".Renviron", ".ipython/", ".jupyter/", ".npm/_npx/",
+		".config/irb/", ".config/pry/", ".config/gem/", ".local/share/jupyter/", ".gradle/init.d/", ".gradle/gradle.properties", ".sbt/",
+		".terraformrc", ".config/mise/", ".local/state/mise/"},
 		Why: "*.pth and usercustomize run at every Python start (site(7)); node require() searches ~/.node_modules; npm's node-options and script-shell, yarn's yarnPath, cargo's rustc-wrapper, GOFLAGS=-toolexec in go env, IPython startup files run commands; the host's next npx runs the packages cached in ~/.npm/_npx"},
-	{Class: "VCS", Home: []string{".hgrc", ".config/hg/"},
+	{Class: "VCS", Home: []string{".config/git/", ".hgrc", ".config/hg/", ".git-templates/", ".config/husky/", ".huskyrc"},
 		Why: "Mercurial runs [hooks] commands from its configuration (hgrc(5)); git's are among the names protected at any depth"},
 	{Class: "editors and IDEs", Home: []string{".vimrc", ".gvimrc", ".exrc", ".vim/", ".config/nvim/", ".emacs", ".emacs.d/",
-		".config/emacs/", ".nanorc", ".config/Code/User/", ".cursor/"},
+		".config/emacs/", ".emacs.el", ".nanorc", ".config/vim/", ".local/share/nvim/", ".config/Code/User/", ".cursor/",
+		".vscode-server/", ".cursor-server/", ".config/Cursor/User/", ".config/VSCodium/User/"},
 		Why: "editors run their start-up files and plugins; VS Code's user settings and tasks, Cursor's MCP servers"},
-	{Class: "agents", Home: []string{".claude.json", ".claude/settings.json", ".codex/", ".gemini/", ".config/opencode/", ".aider.conf.yml"},
+	{Class: "agents", Home: []string{".claude.json", ".claude/settings.json", ".claude/hooks/", ".claude/skills/", ".claude/plugins/",
+		".claude/CLAUDE.md", ".codex/", ".gemini/", ".config/opencode/", ".aider.conf.yml"},
 		Why: "coding agents start the MCP servers and run the hooks their user configuration names, on the host"},
 	{Class: "tools that run configured commands", Home: []string{".aws/", ".kube/", ".docker/", ".config/gh/", ".gnupg/",
-		".config/direnv/", ".curlrc", ".wgetrc"},
+		".config/direnv/", ".direnvrc", ".local/share/direnv/", ".curlrc", ".wgetrc", ".forward"},
 		Why: "AWS credential_process, kubeconfig exec plugins, Docker credential helpers and cli-plugins, gh aliases with !, gpg-agent's pinentry-program, direnv's direnvrc run commands; curl and wget options redirect output"},
-	{Class: "desktop and user services", Home: []string{".local/share/applications/", ".local/share/systemd/", ".config/autostart/", ".config/systemd/"},
+	{Class: "desktop and user services", Home: []string{".local/share/applications/", ".local/share/systemd/", ".config/autostart/", ".config/systemd/",
+		".local/share/dbus-1/", ".config/containers/systemd/", ".config/dconf/"},
 		Why: "desktop entries' Exec runs on a click or at login (XDG autostart), systemd user units run at login"},
 	{Class: "srt", Home: []string{".srt-settings.json", ".cache/srt-microvm/"},
 		Why: "srt's own default settings: the next plain srt run obeys it (the --settings file, wherever it is, is protected the same way); the microvm backend boots the kernel and initramfs cached there, and its guest enforces the shares' protected paths"},
@@ -83,25 +89,56 @@ func HostTrusted() []TrustedClass {
 func homeTrustedDenies(home string) (denies []Path, patterns []string) {
 	home = filepath.Clean(home)
 	for _, c := range hostTrusted {
-		for _, rel := range c.Home {
-			rule := "mandatory: ~/" + rel
-			rel, dir := strings.CutSuffix(rel, "/")
-			pat := EscapeGlob(home) + "/" + rel
-			if dir {
-				patterns = append(patterns, pat, pat+"/**")
-			} else {
-				patterns = append(patterns, pat)
-			}
-			if !isGlob(rel) {
-				p := makePath(filepath.Join(home, rel), rule)
-				p.IsDir = dir
-				denies = append(denies, p)
-				continue
-			}
-			for _, m := range expandGlob(pat) {
-				denies = append(denies, makePath(m, rule))
+		for _, entry := range c.Home {
+			for _, base := range xdgBases(home, entry) {
+				d, p := homeTrustedDeny(base, entry)
+				denies, patterns = append(denies, d...), append(patterns, p...)
 			}
 		}
+	}
+	return denies, patterns
+}
+
+// xdgBases returns the directories entry (a table path) is looked for
+// in: home, and for a path under .config/ or .local/share/ the directory
+// $XDG_CONFIG_HOME or $XDG_DATA_HOME names instead, when set (programs
+// that follow the XDG base directories read there; an adversarial review
+// wrote ~/.xdg/git/config with XDG_CONFIG_HOME=~/.xdg).
+func xdgBases(home, entry string) []string {
+	out := []string{home}
+	for prefix, env := range map[string]string{".config/": "XDG_CONFIG_HOME", ".local/share/": "XDG_DATA_HOME", ".local/state/": "XDG_STATE_HOME"} {
+		if !strings.HasPrefix(entry, prefix) {
+			continue
+		}
+		if x := os.Getenv(env); filepath.IsAbs(x) && filepath.Clean(x) != filepath.Join(home, strings.TrimSuffix(prefix, "/")) {
+			out = append(out, filepath.Clean(x)+"\x00"+prefix)
+		}
+	}
+	return out
+}
+
+// homeTrustedDeny is homeTrustedDenies for one table entry below base
+// (the home directory, or an XDG directory tagged with the prefix of the
+// entries it stands for, as xdgBases returns it).
+func homeTrustedDeny(base, entry string) (denies []Path, patterns []string) {
+	rel := entry
+	if b, prefix, ok := strings.Cut(base, "\x00"); ok {
+		base, rel = b, strings.TrimPrefix(entry, prefix)
+	}
+	rule := "mandatory: ~/" + entry
+	rel, dir := strings.CutSuffix(rel, "/")
+	pat := EscapeGlob(base) + "/" + rel
+	patterns = append(patterns, pat)
+	if dir {
+		patterns = append(patterns, pat+"/**")
+	}
+	if !isGlob(rel) {
+		p := makePath(filepath.Join(base, rel), rule)
+		p.IsDir = dir
+		return append(denies, p), patterns
+	}
+	for _, m := range expandGlob(pat) {
+		denies = append(denies, makePath(m, rule))
 	}
 	return denies, patterns
 }

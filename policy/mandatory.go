@@ -24,8 +24,11 @@ var (
 		".zshenv", ".zlogin", ".zlogout", ".bash_login", ".bash_logout", ".inputrc",
 		// Agents' own policy: Claude Code runs the hooks of a project's
 		// .claude/settings.json and settings.local.json on the host;
-		// Mercurial runs [hooks] from a repository's .hg/hgrc (issue 14).
-		".claude/settings.json", ".claude/settings.local.json", ".hg/hgrc",
+		// Mercurial runs [hooks] from a repository's .hg/hgrc and
+		// hgrc-not-shared; sharedpath (with "shared" in requires) points
+		// it at another repository's (issue 14, adversarial review).
+		".claude/settings.json", ".claude/settings.local.json",
+		".hg/hgrc", ".hg/hgrc-not-shared", ".hg/sharedpath", ".hg/requires",
 	}
 	// mandatoryDirs are protected, with everything in them.
 	mandatoryDirs = []string{".vscode", ".idea", ".claude/commands", ".claude/agents",
@@ -79,12 +82,14 @@ func MandatoryGlobs(allowGitConfig bool) []string {
 func mandatoryDenies(roots []walkRoot, depth int, allowGitConfig bool, home string) ([]Path, error) {
 	var out []Path
 	seen := map[string]bool{}
-	global := hooksPaths(home, globalGitConfigs(home)...)
+	refs := readGitConfig(home, globalGitConfigs(home)...)
+	global := refs.hooks
 	for _, d := range hooksDirs(global, "/") {
 		if filepath.IsAbs(d) {
 			out = append(out, hooksPathDeny(d))
 		}
 	}
+	out = append(out, gitRefDenies(refs)...)
 	for _, root := range roots {
 		if seen[root.path] {
 			continue
@@ -119,6 +124,23 @@ type walker struct {
 	// core.hooksPath values of the system and global git configuration.
 	home        string
 	globalHooks []string
+}
+
+// gitRefDenies protects the files git configuration includes (git reads
+// them as its own: core.fsmonitor there runs a command) and the template
+// directories whose hooks git init and git clone copy into new
+// repositories (adversarial review).
+func gitRefDenies(refs gitRefs) []Path {
+	var out []Path
+	for _, f := range refs.includes {
+		out = append(out, makePath(f, "mandatory: a file git configuration includes"))
+	}
+	for _, d := range refs.templates {
+		p := makePath(d, "mandatory: init.templateDir")
+		p.IsDir = true
+		out = append(out, p)
+	}
+	return out
 }
 
 // hooksPathDeny protects a core.hooksPath directory d, present or not.
@@ -239,10 +261,11 @@ func (w *walker) gitDir(dir string, g os.DirEntry) {
 // directory gd, whose working tree is top (gd itself when bare), and the
 // directories its core.hooksPath names.
 func (w *walker) protectGitDir(gd, top string) {
-	vals := append(hooksPaths(w.home, filepath.Join(gd, "config"), filepath.Join(gd, "config.worktree")), w.globalHooks...)
-	for _, d := range hooksDirs(vals, top) {
+	refs := readGitConfig(w.home, filepath.Join(gd, "config"), filepath.Join(gd, "config.worktree"))
+	for _, d := range hooksDirs(append(refs.hooks, w.globalHooks...), top) {
 		w.out = append(w.out, hooksPathDeny(d))
 	}
+	w.out = append(w.out, gitRefDenies(refs)...)
 	w.add(filepath.Join(gd, "hooks"), ".git/hooks")
 	if !w.allowGitConfig {
 		w.add(filepath.Join(gd, "config"), ".git/config")

@@ -1351,6 +1351,18 @@ func (n *notifier) create(fd int, nt seccomp.Notification, w where, flags, mode 
 	return send(fd, nt, nfd, err, flags)
 }
 
+const hostFIFORule = "a FIFO outside the write roots (a host process reads it)"
+
+// hostFIFO reports whether obj (any descriptor) is a FIFO on a read-only
+// mount: the host's (/run/initctl, a tool's control pipe). A read-only
+// mount refuses writes to files, not opens of a FIFO for writing, and as
+// root the sandbox could open a root-only one (adversarial review). The
+// sandbox's own FIFOs are in its write roots and TMPDIR.
+func hostFIFO(obj int) bool {
+	var st unix.Stat_t
+	return unix.Fstat(obj, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFIFO && readOnlyMount(obj)
+}
+
 // send answers notification nt with nfd, the descriptor an open returned
 // (closed here), as the call's result; or with the open's error. An
 // executable file (any x bit) is handed over in two steps — install,
@@ -1423,6 +1435,10 @@ func (n *notifier) reopen(fd int, nt seccomp.Notification, obj int, flags uint64
 	var st unix.Stat_t
 	if err := unix.Fstat(obj, &st); err != nil {
 		return 0, errnoOf(err), "", ""
+	}
+	if flags&(unix.O_WRONLY|unix.O_RDWR) != 0 && hostFIFO(obj) {
+		target, _ := os.Readlink("/proc/self/fd/" + strconv.Itoa(obj))
+		return 0, 0, hostFIFORule, target
 	}
 	var sfs unix.Statfs_t
 	if unix.Fstatfs(obj, &sfs) == nil && sfs.Type == unix.PROC_SUPER_MAGIC {
