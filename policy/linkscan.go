@@ -10,7 +10,7 @@ import (
 // maxScan bounds the entries scanProtectedDirs looks at in all; a policy
 // whose protected directories hold more is refused rather than half
 // checked.
-const maxScan = 50000
+const maxScan = 200000
 
 // scanSkipped are directories scanProtectedDirs does not enter: git's
 // content-addressed data (objects are hard-linked by git clone --local
