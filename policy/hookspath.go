@@ -55,6 +55,11 @@ func readGitConfig(home string, configs ...string) gitRefs {
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
 			line := strings.TrimSpace(sc.Text())
+			// A backslash at the end of a line continues the value on
+			// the next one (git-config(1), "Syntax").
+			for strings.HasSuffix(line, "\\") && sc.Scan() {
+				line = strings.TrimSuffix(line, "\\") + strings.TrimSpace(sc.Text())
+			}
 			if strings.HasPrefix(line, "[") {
 				end := strings.IndexByte(line, ']')
 				if end < 0 {

@@ -20,7 +20,7 @@ func TestHooksPaths(t *testing.T) {
 	}
 	write("inc", "[core]\n  hooksPath = \"/abs/hooks\" ; comment\n")
 	write("cond", "[Core]\nHooksPath=~/h2\n")
-	cfg := write("config", "[core]\n\tbare = false\n[core] hooksPath = .husky/_\n[include]\n\tpath = inc\n[includeIf \"gitdir:/nowhere/\"]\n\tpath = cond\n")
+	cfg := write("config", "[core]\n\tbare = false\n[core] hooksPath = .hus\\\nky/_\n[include]\n\tpath = inc\n[includeIf \"gitdir:/nowhere/\"]\n\tpath = cond\n")
 	got := hooksPaths("/home/u", cfg)
 	want := []string{".husky/_", "/abs/hooks", "/home/u/h2"}
 	if !slices.Equal(got, want) {

@@ -5,32 +5,59 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // maxScan bounds the entries scanProtectedDirs looks at in all; a policy
 // whose protected directories hold more is refused rather than half
 // checked.
-const maxScan = 200000
+const maxScan = 50000
+
+// scanDepth is how deep below a protected directory scanProtectedDirs
+// looks: hooks, bin directories and configuration directories hold
+// their links at the top.
+const scanDepth = 2
 
 // scanSkipped are directories scanProtectedDirs does not enter: git's
 // content-addressed data (objects are hard-linked by git clone --local
-// and run nothing) and package trees that no host program runs from a
-// protected directory's link.
+// and run nothing) and package trees.
 var scanSkipped = map[string]bool{"objects": true, "lfs": true, "logs": true, "node_modules": true, "__pycache__": true}
 
+// installTrees are the host-trusted directories that hold whole
+// installations (interpreters, toolchains, editor servers): protected
+// whole, not scanned, since their links point inside them and scanning
+// them would cost a second a run (pyenv's 125,000 entries).
+var installTrees = []string{".pyenv", ".rustup", ".nvm", ".sdkman", ".oh-my-zsh", ".vscode-server", ".cursor-server",
+	".local/lib/python", ".local/share/nvim", ".emacs.d", ".vim", ".julia", ".gradle", ".sbt", ".ansible", ".terraform.d"}
+
 // scanProtectedDirs looks inside every write-denied directory that a
-// write root reaches (.git/hooks, .vscode, ~/.local/bin, ...): a mount
-// makes the directory read-only, not what its entries lead to. A symbolic
-// link in it whose target lies in a write root (a hook that is a link to
-// ../../scripts/pre-commit, pipx's ~/.local/bin/black -> ../share/...)
-// gets its target write-denied too; a regular file with other hard links
-// refuses the run, since the other name reaches the same content
-// (ErrUnenforceable). Found by an adversarial review: the host's next git
-// commit ran a hook written through such a link.
+// write root reaches (.git/hooks, .vscode, ~/.local/bin, ...) down to
+// scanDepth: a mount makes the directory read-only, not what its entries
+// lead to. A symbolic link in it whose target lies in a write root (a
+// hook that is a link to ../../scripts/pre-commit, pipx's
+// ~/.local/bin/black -> ../share/...) gets its target write-denied too;
+// a regular file with a hard link outside the protected names refuses
+// the run, since that name reaches the same content (ErrUnenforceable).
+// Found by an adversarial review: the host's next git commit ran a hook
+// written through such a link.
 func (p *Policy) scanProtectedDirs() error {
 	seen := map[string]bool{}
 	budget := maxScan
 	var targets []Path
+	type inode struct {
+		nlink, names uint64
+		path, rule   string
+	}
+	inodes := map[[2]uint64]*inode{}
+	note := func(full, rule string, fi fs.FileInfo) {
+		id, ok := fileID(fi)
+		if n := links(fi); !ok || n < 2 {
+			return
+		} else if inodes[id] == nil {
+			inodes[id] = &inode{nlink: n, path: full, rule: rule}
+		}
+		inodes[id].names++
+	}
 	var scan func(dir, rule string, depth int) error
 	scan = func(dir, rule string, depth int) error {
 		ents, err := os.ReadDir(dir)
@@ -53,10 +80,10 @@ func (p *Policy) scanProtectedDirs() error {
 					targets = append(targets, t)
 				}
 			case e.Type().IsRegular():
-				if fi, err := e.Info(); err == nil && links(fi) > 1 {
-					return fmt.Errorf("%s: %s has %d hard links, and the other names reach the same file outside the protection; remove them (find -samefile) or copy the file: %w", rule, full, links(fi), ErrUnenforceable)
+				if fi, err := e.Info(); err == nil {
+					note(full, rule, fi)
 				}
-			case e.IsDir() && depth < 8 && !scanSkipped[e.Name()]:
+			case e.IsDir() && depth < scanDepth && !scanSkipped[e.Name()]:
 				if err := scan(full, rule, depth+1); err != nil {
 					return err
 				}
@@ -64,13 +91,25 @@ func (p *Policy) scanProtectedDirs() error {
 		}
 		return nil
 	}
+	home := Resolve(p.Home)
 	for _, d := range p.DenyWrite {
-		if d.Kind != Dir || longestPrefix(p.AllowWrite, d.Resolved) < 0 || seen[d.Resolved] {
+		if d.Kind == File {
+			if fi, err := os.Stat(d.Resolved); err == nil {
+				note(d.Resolved, d.Rule, fi)
+			}
+			continue
+		}
+		if d.Kind != Dir || longestPrefix(p.AllowWrite, d.Resolved) < 0 || seen[d.Resolved] || isInstallTree(home, d.Resolved) {
 			continue
 		}
 		seen[d.Resolved] = true
 		if err := scan(d.Resolved, d.Rule, 0); err != nil {
 			return err
+		}
+	}
+	for _, n := range inodes {
+		if n.names < n.nlink && longestPrefix(p.AllowWrite, n.path) >= 0 {
+			return fmt.Errorf("%s: %s has %d hard links, and a name outside the protected ones reaches the same file; remove it (find -samefile) or copy the file: %w", n.rule, n.path, n.nlink, ErrUnenforceable)
 		}
 	}
 	for i := range targets {
@@ -79,4 +118,14 @@ func (p *Policy) scanProtectedDirs() error {
 	}
 	p.DenyWrite = append(p.DenyWrite, targets...)
 	return nil
+}
+
+// isInstallTree reports whether dir is one of installTrees below home.
+func isInstallTree(home, dir string) bool {
+	for _, t := range installTrees {
+		if p := filepath.Join(home, t); Within(dir, p) || strings.HasPrefix(dir, p) {
+			return true
+		}
+	}
+	return false
 }

@@ -316,19 +316,23 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 // checkedDenies refuses (ErrUnenforceable) a policy with a deny srt could
 // not look at inside a write root (Path.uncheckable, or a directory a
 // deny glob could not read, unlisted): a run may have hidden it there by
-// a chmod, to chmod it back in the next. A denied file with other hard
-// links inside a write root is refused too: a name elsewhere reaches the
-// same content (an earlier run's `ln .env notes.txt`, made before .env
-// was denied), and no mount covers it.
+// a chmod, to chmod it back in the next. A read-denied file with other
+// hard links inside a write root is refused too: a name elsewhere reaches
+// the same content (an earlier run's `ln .env notes.txt`, made before
+// .env was denied), and no mount covers it. (Write-denied files' hard
+// links are judged with the protected directories', scanProtectedDirs: a
+// link between two protected names is harmless.)
 func (p *Policy) checkedDenies(unlisted []Path) error {
 	for _, l := range [][]Path{p.DenyRead, p.DenyWrite, unlisted} {
 		for _, d := range l {
 			if d.uncheckable != nil && longestPrefix(p.AllowWrite, d.Resolved) >= 0 {
 				return fmt.Errorf("%s: %w", d.Rule, d.uncheckable)
 			}
-			if d.Kind == File && d.nlink > 1 && longestPrefix(p.AllowWrite, d.Resolved) >= 0 {
-				return fmt.Errorf("%s: %s has %d hard links, and the other names reach the same file outside the rule; remove them (find -samefile) or copy the file: %w", d.Rule, d.Resolved, d.nlink, ErrUnenforceable)
-			}
+		}
+	}
+	for _, d := range p.DenyRead {
+		if d.Kind == File && d.nlink > 1 && longestPrefix(p.AllowWrite, d.Resolved) >= 0 {
+			return fmt.Errorf("%s: %s has %d hard links, and the other names reach the same file outside the rule; remove them (find -samefile) or copy the file: %w", d.Rule, d.Resolved, d.nlink, ErrUnenforceable)
 		}
 	}
 	return nil

@@ -60,10 +60,11 @@ func nativeABI() (*abi, error) {
 		lookupDcookie:  unix.SYS_LOOKUP_DCOOKIE,
 
 		modeArgs: []modeArg{
-			{"chmod", unix.SYS_CHMOD, 1}, {"fchmod", unix.SYS_FCHMOD, 1},
-			{"fchmodat", unix.SYS_FCHMODAT, 2}, {"fchmodat2", unix.SYS_FCHMODAT2, 2},
-			{"open", unix.SYS_OPEN, 2}, {"openat", unix.SYS_OPENAT, 3}, {"creat", unix.SYS_CREAT, 1},
-			{"mknod", unix.SYS_MKNOD, 1}, {"mknodat", unix.SYS_MKNODAT, 2},
+			{"chmod", unix.SYS_CHMOD, 1, true}, {"fchmod", unix.SYS_FCHMOD, 1, true},
+			{"fchmodat", unix.SYS_FCHMODAT, 2, true}, {"fchmodat2", unix.SYS_FCHMODAT2, 2, true},
+			{"open", unix.SYS_OPEN, 2, false}, {"openat", unix.SYS_OPENAT, 3, false}, {"creat", unix.SYS_CREAT, 1, false},
+			{"mknod", unix.SYS_MKNOD, 1, false}, {"mknodat", unix.SYS_MKNODAT, 2, false},
 		},
+		setxattrs: []uint32{unix.SYS_SETXATTR, unix.SYS_LSETXATTR, unix.SYS_FSETXATTR, unix.SYS_SETXATTRAT},
 	}, nil
 }

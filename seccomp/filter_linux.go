@@ -81,6 +81,8 @@ type abi struct {
 	// modeArgs are the calls that set a file's mode bits, with the index
 	// of their mode argument (BuildSetID).
 	modeArgs []modeArg
+	// setxattrs are the calls that set an extended attribute (BuildSetID).
+	setxattrs []uint32
 }
 
 // modeArg is a system call that takes a file mode, and where.
@@ -88,6 +90,9 @@ type modeArg struct {
 	name string
 	nr   uint32
 	arg  int
+	// chmod: the mode is the file's new mode as it is (chmod family);
+	// otherwise it is a creation mode the umask still trims.
+	chmod bool
 }
 
 // rule refuses one system call, or some of its calls.

@@ -51,6 +51,12 @@ type Options struct {
 	// closed). Ignored with AllowUnixSockets.
 	CheckBinds bool
 
+	// RefuseGroupWrite makes BuildSetID refuse chmod calls that give
+	// group write permission too, not only others' (set when the user's
+	// group is shared with other users: a group-writable directory lets
+	// them replace what is in it).
+	RefuseGroupWrite bool
+
 	// AllowNestedUserNamespaces drops the rules that keep the command from
 	// building its own sandbox: namespace flags in unshare and clone,
 	// clone3, setns, mount, umount2, pivot_root, chroot and the new mount

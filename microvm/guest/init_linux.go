@@ -80,7 +80,7 @@ func run() error {
 	// chmod lands on the host's file, and a set-user-ID binary left in a
 	// writable share would outlive the VM (issue 14, item 6). Inherited
 	// by every process the agent starts.
-	setid, err := seccomp.BuildSetID()
+	setid, err := seccomp.BuildSetID(seccomp.Options{RefuseGroupWrite: true})
 	if err == nil {
 		err = seccomp.Install(setid)
 	}

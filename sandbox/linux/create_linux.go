@@ -122,7 +122,16 @@ type creator struct {
 	// allowGitConfig is filesystem.allowGitConfig: the config of any git
 	// directory is an ordinary file (its hooks stay protected).
 	allowGitConfig bool
+	// noWrite are the permission bits no name the sandbox creates may
+	// have: others' write, and group write where the group is shared
+	// (seccomp.Options.RefuseGroupWrite; seccomp.BuildSetID refuses the
+	// same bits in chmod). Taken out of the creation mode, which the
+	// caller's umask could not do (umask 0).
+	noWrite uint64
 }
+
+// mode is a creation mode with c.noWrite taken out.
+func (c *creator) mode(m uint64) uint32 { return uint32(m & 0o7777 &^ c.noWrite) }
 
 // lockFile is a lock file the sandbox created.
 type lockFile struct {
@@ -1142,7 +1151,7 @@ func (n *notifier) perform(fd int, nt seccomp.Notification, op string, dirfd, di
 		}
 		defer d.close()
 		unix.Umask(cr.umaskOf(pid))
-		nfd, err := unix.Openat(d.dir, ".", int(flags)|unix.O_NOCTTY|unix.O_CLOEXEC, uint32(mode&0o7777))
+		nfd, err := unix.Openat(d.dir, ".", int(flags)|unix.O_NOCTTY|unix.O_CLOEXEC, cr.mode(mode))
 		return send(fd, nt, nfd, err, flags)
 	}
 	w, e := cr.resolve(pid, root, dirfd, name)
@@ -1220,7 +1229,7 @@ func (n *notifier) perform(fd int, nt seccomp.Notification, op string, dirfd, di
 		}
 		unix.Umask(cr.umaskOf(pid))
 		cr.forgetDirs()
-		return 0, errnoOf0(unix.Mkdirat(w.dir, w.name, uint32(mode&0o7777))), "", ""
+		return 0, errnoOf0(unix.Mkdirat(w.dir, w.name, cr.mode(mode))), "", ""
 	case "mknod":
 		kind := kOther
 		if t := mode & unix.S_IFMT; t == 0 || t == unix.S_IFREG {
@@ -1233,7 +1242,7 @@ func (n *notifier) perform(fd int, nt seccomp.Notification, op string, dirfd, di
 			return 0, 0, r, w.real
 		}
 		unix.Umask(cr.umaskOf(pid))
-		return 0, errnoOf0(unix.Mknodat(w.dir, w.name, uint32(mode), int(flags))), "", ""
+		return 0, errnoOf0(unix.Mknodat(w.dir, w.name, uint32(mode)&unix.S_IFMT|cr.mode(mode), int(flags))), "", ""
 	case "symlink":
 		if r := cr.symlinkDenied(w.real); r != "" {
 			return 0, 0, r, w.real
@@ -1344,7 +1353,7 @@ func (n *notifier) create(fd int, nt seccomp.Notification, w where, flags, mode 
 	var st unix.Stat_t
 	lock := strings.HasSuffix(w.name, ".lock") && flags&unix.O_TMPFILE != unix.O_TMPFILE &&
 		unix.Fstatat(w.dir, w.name, &st, unix.AT_SYMLINK_NOFOLLOW) == unix.ENOENT
-	nfd, err := unix.Openat(w.dir, w.name, int(flags)|unix.O_NOFOLLOW|unix.O_NOCTTY|unix.O_CLOEXEC, uint32(mode&0o7777))
+	nfd, err := unix.Openat(w.dir, w.name, int(flags)|unix.O_NOFOLLOW|unix.O_NOCTTY|unix.O_CLOEXEC, n.cr.mode(mode))
 	if err == nil && lock {
 		n.cr.noteLock(w.dir, w.name, w.real, nfd)
 	}
@@ -1879,7 +1888,7 @@ var gitConfigKeys = map[string]bool{}
 func init() {
 	for _, k := range strings.Fields(`core.repositoryformatversion core.filemode core.bare core.logallrefupdates
 		core.symlinks core.ignorecase core.precomposeunicode core.autocrlf core.eol core.safecrlf
-		core.sharedrepository core.checkstat core.trustctime core.quotepath core.compression
+		core.checkstat core.trustctime core.quotepath core.compression
 		core.bigfilethreshold core.abbrev core.untrackedcache core.splitindex core.commitgraph
 		core.multipackindex core.warnambiguousrefs core.preloadindex
 		extensions.objectformat extensions.refstorage extensions.noop extensions.partialclone

@@ -247,7 +247,7 @@ func RunLandlockStage(args []string) {
 		err = seccomp.Install(prog)
 	}
 	if err == nil {
-		err = installMPTCPFilter()
+		err = installMPTCPFilter(spec.Seccomp)
 	}
 	if err != nil {
 		fail("seccomp filter: %v; refusing to run without it", err)
@@ -269,7 +269,7 @@ const llReadDir = landlock.AccessFSSet(unix.LANDLOCK_ACCESS_FS_READ_DIR)
 //     issue landlock-lsm/linux#54).
 //   - chown/fchown/lchown/fchownat → EPERM: Landlock does not confine file
 //     metadata to the write roots (adversarial review).
-func installMPTCPFilter() error {
+func installMPTCPFilter(opts seccomp.Options) error {
 	eperm := unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
 	prog := []bpf.Instruction{
 		bpf.LoadAbsolute{Off: 0, Size: 4}, // nr
@@ -290,7 +290,7 @@ func installMPTCPFilter() error {
 	if err := seccomp.Install(raw); err != nil {
 		return err
 	}
-	if raw, err = seccomp.BuildSetID(); err != nil {
+	if raw, err = seccomp.BuildSetID(opts); err != nil {
 		return err
 	}
 	return seccomp.Install(raw)
@@ -385,6 +385,7 @@ func StartLandlock(ctx context.Context, cfg Config, warn io.Writer) (*landlockPr
 	spec.Seccomp = seccomp.Options{
 		AllowUnixSockets:          cfg.Policy.Settings.Network.AllowAllUnixSockets,
 		AllowNestedUserNamespaces: cfg.Policy.Settings.AllowNestedUserNamespaces,
+		RefuseGroupWrite:          !privateGroup(),
 	}
 	spec.Ctty = -1
 

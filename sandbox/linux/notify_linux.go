@@ -63,7 +63,7 @@ func installFilter(spec *initSpec) error {
 		return err
 	}
 	// Stacked on it: no set-id bits (seccomp.BuildSetID).
-	prog, err := seccomp.BuildSetID()
+	prog, err := seccomp.BuildSetID(spec.Seccomp)
 	if err != nil {
 		return err
 	}
@@ -645,6 +645,10 @@ func (p *Process) startNotifier(cfg Config, create bool, spec *initSpec, tmpdir 
 	n.observe = observe
 	if create {
 		n.cr = newCreator(cfg.Policy, tmpdir)
+		n.cr.noWrite = unix.S_IWOTH
+		if spec.Seccomp.RefuseGroupWrite {
+			n.cr.noWrite |= unix.S_IWGRP
+		}
 	}
 	p.notify = n
 	spec.NotifyFD = addFD(end)

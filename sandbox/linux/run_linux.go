@@ -234,7 +234,8 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 			AllowNestedUserNamespaces: cfg.Policy.Settings.AllowNestedUserNamespaces,
 			// bind(2) of a unix socket creates a name no creation rule
 			// sees (notifier.bind).
-			CheckBinds: !cfg.Policy.FilesystemDisabled,
+			CheckBinds:       !cfg.Policy.FilesystemDisabled,
+			RefuseGroupWrite: !privateGroup(),
 		},
 	}
 	if cfg.Agent {
