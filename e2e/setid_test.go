@@ -40,7 +40,7 @@ func TestSetIDRefused(t *testing.T) {
 					"chmod-o+w-file": `touch j && chmod o+w j`,
 					// An ACL grants what chmod cannot; a capability xattr
 					// gives a binary capabilities.
-					"setxattr-acl": `touch k && python3 -c 'import os; os.setxattr("k", "system.posix_acl_access", b"\x02\x00\x00\x00\x01\x00\x06\x00\xff\xff\xff\xff\x04\x00\x06\x00\xff\xff\xff\xff\x20\x00\x06\x00\xff\xff\xff\xff")'`,
+					"setxattr-acl":  `touch k && python3 -c 'import os; os.setxattr("k", "system.posix_acl_access", b"\x02\x00\x00\x00\x01\x00\x06\x00\xff\xff\xff\xff\x04\x00\x06\x00\xff\xff\xff\xff\x20\x00\x06\x00\xff\xff\xff\xff")'`,
 					"setxattr-user": `touch l && python3 -c 'import os; os.setxattr("l", "user.x", b"1")'`,
 				}
 				if mode == "rules-on" {
