@@ -26,6 +26,8 @@ func TestGitConfigHarmless(t *testing.T) {
 		{"[core]\n\tfsmonitor \\\n= evil\n", false},
 		{"[core.x]\n\tbare = false\n", false},
 		{"[CORE]\n\tHooksPath = /tmp\n", false},
+		// refs, index and objects world-writable at the next commit
+		{"[core]\n\tsharedRepository = 0777\n", false},
 	} {
 		if got := gitConfigHarmless([]byte(tc.conf)); got != tc.ok {
 			t.Errorf("gitConfigHarmless(%q) = %v, want %v", tc.conf, got, tc.ok)
