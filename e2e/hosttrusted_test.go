@@ -204,3 +204,66 @@ func TestLinksInsideProtectedDirs(t *testing.T) {
 		}
 	})
 }
+
+// TestLinkedHostFiles: host files that are links into a write root
+// (found by the fourth adversarial review). With only a dotfiles
+// repository writable, ~/.bashrc, ~/.gitconfig and a ~/.local/bin link
+// point into it; a hook reached through a link in the project can be
+// re-pointed, or its missing target made; a pipx virtualenv runs its
+// interpreter and modules; a relative global core.hooksPath names every
+// new repository's hooks.
+func TestLinkedHostFiles(t *testing.T) {
+	t.Parallel()
+	forEachUser(t, func(t *testing.T, u *account) {
+		t.Parallel()
+		for _, mode := range []string{"rules-on", "rules-off"} {
+			t.Run(mode, func(t *testing.T) {
+				w := u.workDir(t)
+				home := filepath.Join(w, "home")
+				dot := filepath.Join(home, ".dotfiles")
+				for _, f := range []string{"bashrc", "gitconfig", "tool"} {
+					u.write(t, filepath.Join(dot, f), "original\n")
+				}
+				u.write(t, filepath.Join(home, ".bashrc"), "->.dotfiles/bashrc")
+				u.write(t, filepath.Join(home, ".gitconfig"), "->.dotfiles/gitconfig")
+				u.write(t, filepath.Join(home, ".local/bin/tool"), "->../../.dotfiles/tool")
+				// A hook through a link in the repository, and one whose
+				// target is missing.
+				u.write(t, filepath.Join(dot, "scripts/hooks/pre-commit.sh"), "original\n")
+				u.write(t, filepath.Join(dot, "hooks"), "->scripts/hooks")
+				u.mkdir(t, filepath.Join(dot, ".git/hooks"))
+				u.write(t, filepath.Join(dot, ".git/hooks/pre-commit"), "->../../hooks/pre-commit.sh")
+				u.write(t, filepath.Join(dot, ".git/hooks/post-commit"), "->../../missing/post")
+				u.write(t, filepath.Join(home, ".gitconfig-global"), "[core]\n\thooksPath = .githooks\n")
+				settings := `{"filesystem":{"allowWrite":["."]}}`
+				if mode == "rules-off" {
+					settings = `{"filesystem":{"allowWrite":["."],"enforceNamesAtCreation":false}}`
+				}
+				script := `for f in bashrc gitconfig tool scripts/hooks/pre-commit.sh; do (echo PWNED >> $f) 2>/dev/null && echo WROTE $f; done
+(rm -f hooks; mkdir evil; echo PWNED > evil/pre-commit.sh; ln -s evil hooks) 2>/dev/null && echo REPOINTED
+(mkdir -p missing && echo PWNED > missing/post) 2>/dev/null && echo MADE-MISSING
+(git init -q sub && mkdir -p sub/.githooks && echo PWNED > sub/.githooks/pre-commit) 2>/dev/null && echo GLOBAL-HOOKSPATH
+true`
+				out, errOut, code := srtRun{u: u, dir: dot, settings: settings,
+					env: []string{"HOME=" + home, "GIT_CONFIG_GLOBAL=" + filepath.Join(home, ".gitconfig-global")}, args: []string{"sh", "-c", script}}.run(t)
+				if mode == "rules-off" && code == 125 && strings.Contains(errOut, "symbolic link") {
+					return // a protected link in a writable directory: refused, as documented
+				}
+				if strings.Contains(out, "WROTE") || strings.Contains(out, "REPOINTED") || strings.Contains(out, "MADE-MISSING") || mode == "rules-on" && strings.Contains(out, "GLOBAL-HOOKSPATH") {
+					t.Errorf("exit %d stdout %q stderr %s", code, out, errOut)
+				}
+				for _, f := range []string{"bashrc", "gitconfig", "tool", "scripts/hooks/pre-commit.sh"} {
+					if b, _ := os.ReadFile(filepath.Join(dot, f)); string(b) != "original\n" {
+						t.Errorf("%s changed on the host: %q", f, b)
+					}
+				}
+				if b, err := os.ReadFile(filepath.Join(dot, ".git/hooks/pre-commit")); err == nil && strings.Contains(string(b), "PWNED") {
+					t.Error("the hook now leads to the sandbox's script")
+				}
+				if _, err := os.Stat(filepath.Join(dot, "missing/post")); err == nil {
+					t.Error("a dangling hook's target was made")
+				}
+			})
+		}
+	})
+}

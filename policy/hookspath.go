@@ -143,7 +143,15 @@ func globalGitConfigs(home string) []string {
 	if xdg == "" {
 		xdg = filepath.Join(home, ".config")
 	}
-	return []string{"/etc/gitconfig", filepath.Join(xdg, "git", "config"), filepath.Join(home, ".gitconfig")}
+	out := []string{"/etc/gitconfig", filepath.Join(xdg, "git", "config"), filepath.Join(home, ".gitconfig")}
+	// GIT_CONFIG_SYSTEM and GIT_CONFIG_GLOBAL replace them for git run
+	// with srt's environment (a superset is what protection needs).
+	for _, e := range []string{"GIT_CONFIG_SYSTEM", "GIT_CONFIG_GLOBAL"} {
+		if f := os.Getenv(e); filepath.IsAbs(f) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // hooksDirs returns the directories core.hooksPath values name for a

@@ -144,7 +144,33 @@ func homeTrustedDeny(base, entry string) (denies []Path, patterns []string) {
 	for _, m := range expandGlob(pat) {
 		denies = append(denies, makePath(m, rule))
 	}
+	// A missing last part under matching parents (python3.11/ without
+	// site-packages/) is protected too, so that a placeholder stands for
+	// it when the creation-time rules are off.
+	if parent, name := filepath.Split(rel); isGlob(parent) && !isGlob(name) {
+		for _, m := range expandGlob(EscapeGlob(base) + "/" + strings.TrimSuffix(parent, "/")) {
+			p := makePath(filepath.Join(m, name), rule)
+			p.IsDir = dir
+			denies = append(denies, p)
+		}
+	}
 	return denies, patterns
+}
+
+// homeMandatory returns the names protected at any depth, at the top of
+// home: found by the mandatory walk only where home is a write root, but
+// ~/.bashrc may be a link into one.
+func homeMandatory(home string) []Path {
+	var out []Path
+	for _, f := range mandatoryFiles {
+		out = append(out, makePath(filepath.Join(home, f), "mandatory: ~/"+f))
+	}
+	for _, d := range mandatoryDirs {
+		p := makePath(filepath.Join(home, d), "mandatory: ~/"+d)
+		p.IsDir = true
+		out = append(out, p)
+	}
+	return out
 }
 
 // runTrustedDenies returns the write-denies for the directories of path

@@ -40,7 +40,7 @@ var installTrees = []string{".pyenv", ".rustup", ".nvm", ".sdkman", ".oh-my-zsh"
 // the run, since that name reaches the same content (ErrUnenforceable).
 // Found by an adversarial review: the host's next git commit ran a hook
 // written through such a link.
-func (p *Policy) scanProtectedDirs() error {
+func (p *Policy) scanProtectedDirs(outside []Path) error {
 	seen := map[string]bool{}
 	budget := maxScan
 	var targets []Path
@@ -75,8 +75,29 @@ func (p *Policy) scanProtectedDirs() error {
 				if t.uncheckable != nil {
 					return fmt.Errorf("%s: %w", rule, t.uncheckable)
 				}
-				if t.Kind != Missing && longestPrefix(p.AllowWrite, t.Resolved) >= 0 && longestPrefix(p.DenyWrite, t.Resolved) < 0 && !seen[t.Resolved] {
+				// The target, present or not (a dangling hook link's
+				// target could be made), and every link on the way
+				// that lies in a write root: re-pointing one (hooks ->
+				// scripts/hooks) would move the target.
+				for _, l := range linksOnPath(full) {
+					if l == full {
+						continue // in the protected directory: read-only
+					}
+					if lp := makePath(l, rule+" (a link on the way from "+full+")"); p.creatable(lp.literalParent) && !seen[l] {
+						seen[l] = true
+						targets = append(targets, lp)
+					}
+				}
+				if longestPrefix(p.AllowWrite, t.Resolved) >= 0 && longestPrefix(p.DenyWrite, t.Resolved) < 0 && !seen[t.Resolved] {
 					seen[t.Resolved] = true
+					if v := venvOf(t.Resolved, p); v != "" {
+						// A virtualenv's entry point (pipx, uv tool): its
+						// interpreter and modules run too.
+						t = makePath(v, rule+" (the virtualenv of "+full+")")
+						seen[v] = true
+					}
+					t.Literal = t.Resolved // the link itself is in the protected directory
+					t.symlink = false
 					targets = append(targets, t)
 				}
 			case e.Type().IsRegular():
@@ -92,6 +113,18 @@ func (p *Policy) scanProtectedDirs() error {
 		return nil
 	}
 	home := Resolve(p.Home)
+	// Protected directories outside every write root (~/.local/bin when
+	// only a project is writable) are read-only already, but their links
+	// may lead into a write root.
+	for _, d := range outside {
+		if d.Kind != Dir || seen[d.Resolved] || isInstallTree(home, d.Resolved) {
+			continue
+		}
+		seen[d.Resolved] = true
+		if err := scan(d.Resolved, d.Rule, 0); err != nil {
+			return err
+		}
+	}
 	for _, d := range p.DenyWrite {
 		if d.Kind == File {
 			if fi, err := os.Stat(d.Resolved); err == nil {
@@ -108,16 +141,86 @@ func (p *Policy) scanProtectedDirs() error {
 		}
 	}
 	for _, n := range inodes {
-		if n.names < n.nlink && longestPrefix(p.AllowWrite, n.path) >= 0 {
+		if n.names < n.nlink && p.sameDeviceAsWriteRoot(n.path) {
 			return fmt.Errorf("%s: %s has %d hard links, and a name outside the protected ones reaches the same file; remove it (find -samefile) or copy the file: %w", n.rule, n.path, n.nlink, ErrUnenforceable)
 		}
 	}
-	for i := range targets {
-		targets[i].Literal = targets[i].Resolved // the link itself is in the protected directory
-		targets[i].symlink = false
-	}
 	p.DenyWrite = append(p.DenyWrite, targets...)
 	return nil
+}
+
+// sameDeviceAsWriteRoot reports whether path is on the file system of a
+// write root: only there can a hard link to it have a writable name.
+func (p *Policy) sameDeviceAsWriteRoot(path string) bool {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	id, ok := fileID(fi)
+	if !ok {
+		return true
+	}
+	for _, w := range p.AllowWrite {
+		if wi, err := os.Stat(w.Resolved); err == nil {
+			if wid, ok := fileID(wi); !ok || wid[0] == id[0] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// linksOnPath returns the symbolic links met while resolving path, in
+// order (path itself among them when it is one).
+func linksOnPath(path string) []string {
+	var out []string
+	cur := "/"
+	rest := splitPath(path)
+	for follows := 0; len(rest) > 0 && follows <= 40; {
+		c := rest[0]
+		rest = rest[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, c)
+		fi, err := os.Lstat(next)
+		if err != nil {
+			break
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		out = append(out, next)
+		target, err := os.Readlink(next)
+		if err != nil {
+			break
+		}
+		follows++
+		if filepath.IsAbs(target) {
+			cur = "/"
+		}
+		rest = append(splitPath(target), rest...)
+	}
+	return out
+}
+
+// venvOf returns the virtualenv (a directory holding pyvenv.cfg) that
+// path lies in, below a write root, or "".
+func venvOf(path string, p *Policy) string {
+	for d := filepath.Dir(path); longestPrefix(p.AllowWrite, d) >= 0; d = filepath.Dir(d) {
+		if _, err := os.Lstat(filepath.Join(d, "pyvenv.cfg")); err == nil {
+			return d
+		}
+		if d == "/" {
+			break
+		}
+	}
+	return ""
 }
 
 // isInstallTree reports whether dir is one of installTrees below home.

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bmatcuk/doublestar/v4"
 	"github.com/srt-go/srt/settings"
 )
 
@@ -262,18 +263,33 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 	// the settings file): those a write root reaches. PATH directories
 	// inside the working directory (an activated virtualenv's bin,
 	// node_modules/.bin) are the project's, like its Makefile.
+	// Resolved always, not only when a write root reaches the home
+	// directory: ~/.bashrc may be a link into a writable dotfiles
+	// repository (adversarial review), and ~/.local/bin may hold links
+	// into a write root (scanProtectedDirs).
 	trusted := runTrustedDenies(environPath(), s.Source)
+	hd, hp := homeTrustedDenies(env.Home)
+	trusted = append(append(trusted, hd...), homeMandatory(env.Home)...)
 	if p.reachesHome() {
-		hd, hp := homeTrustedDenies(env.Home)
-		trusted = append(trusted, hd...)
 		p.MandatoryPatterns = append(p.MandatoryPatterns, hp...)
 	}
+	var outside []Path
 	for _, d := range trusted {
 		if d.Rule == rulePATHDir && Within(d.Resolved, cwd) {
 			continue
 		}
 		if longestPrefix(p.AllowWrite, d.Resolved) >= 0 {
 			p.DenyWrite = append(p.DenyWrite, d)
+		} else if d.Kind == Dir {
+			outside = append(outside, d)
+		}
+	}
+	// A relative core.hooksPath of the global configuration is the hooks
+	// directory of every repository, those made during the run too.
+	for _, h := range readGitConfig(env.Home, globalGitConfigs(env.Home)...).hooks {
+		if !filepath.IsAbs(h) && doublestar.ValidatePattern(h) {
+			h = EscapeGlob(filepath.Clean(h))
+			p.MandatoryPatterns = append(p.MandatoryPatterns, "**/"+h, "**/"+h+"/**")
 		}
 	}
 
@@ -294,7 +310,7 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 	for _, l := range []*[]Path{&p.DenyRead, &p.AllowRead, &p.AllowWrite} {
 		*l = dedup(*l)
 	}
-	if err := p.scanProtectedDirs(); err != nil {
+	if err := p.scanProtectedDirs(outside); err != nil {
 		return nil, err
 	}
 	if err := p.checkedDenies(r.unlisted); err != nil {
