@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -15,8 +16,9 @@ const maxScan = 50000
 
 // scanDepth is how deep below a protected directory scanProtectedDirs
 // looks: hooks, bin directories and configuration directories hold
-// their links at the top.
-const scanDepth = 2
+// their links at the top; vim's packages are three levels down
+// (pack/NAME/start/PLUGIN).
+const scanDepth = 3
 
 // scanSkipped are directories scanProtectedDirs does not enter: git's
 // content-addressed data (objects are hard-linked by git clone --local
@@ -27,8 +29,8 @@ var scanSkipped = map[string]bool{"objects": true, "lfs": true, "logs": true, "n
 // installations (interpreters, toolchains, editor servers): protected
 // whole, not scanned, since their links point inside them and scanning
 // them would cost a second a run (pyenv's 125,000 entries).
-var installTrees = []string{".pyenv", ".rustup", ".nvm", ".sdkman", ".oh-my-zsh", ".vscode-server", ".cursor-server",
-	".local/lib/python", ".local/share/nvim", ".emacs.d", ".vim", ".julia", ".gradle", ".sbt", ".ansible", ".terraform.d"}
+var installTrees = []string{".pyenv", ".rustup", ".nvm", ".sdkman", ".vscode-server", ".cursor-server",
+	".local/lib/python", ".julia", ".gradle", ".sbt", ".terraform.d"}
 
 // scanProtectedDirs looks inside every write-denied directory that a
 // write root reaches (.git/hooks, .vscode, ~/.local/bin, ...) down to
@@ -113,10 +115,35 @@ func (p *Policy) scanProtectedDirs(outside []Path) error {
 		return nil
 	}
 	home := Resolve(p.Home)
+	// Links on the way to a protected path that lie in a write root
+	// (~/.gitconfig -> dotfiles/gitconfig -> gitconfig.linux, with the
+	// dotfiles repository writable): re-pointing one would move the
+	// protection off what the host program reads.
+	for _, d := range append(slices.Clone(p.DenyWrite), outside...) {
+		if d.Literal == d.Resolved {
+			continue // no link on the way
+		}
+		for _, l := range linksOnPath(d.Literal) {
+			if seen[l] || l == d.Literal && !p.creatable(filepath.Dir(l)) {
+				continue
+			}
+			if lp := makePath(l, d.Rule+" (a link on the way)"); p.creatable(lp.literalParent) {
+				seen[l] = true
+				targets = append(targets, lp)
+			}
+		}
+	}
 	// Protected directories outside every write root (~/.local/bin when
 	// only a project is writable) are read-only already, but their links
 	// may lead into a write root.
 	for _, d := range outside {
+		if d.Kind == File {
+			// A hard link to it may have a writable name.
+			if fi, err := os.Stat(d.Resolved); err == nil {
+				note(d.Resolved, d.Rule, fi)
+			}
+			continue
+		}
 		if d.Kind != Dir || seen[d.Resolved] || isInstallTree(home, d.Resolved) {
 			continue
 		}

@@ -154,6 +154,21 @@ func (w *walker) add(path, name string) {
 	w.out = append(w.out, makePath(path, "mandatory: "+name))
 }
 
+// addIn is add for rel (one of the names, possibly nested) in directory
+// dir, whose listing is names: a name whose first component is not in the
+// listing is missing, and its Path is made without a look at the disk
+// (dir is a resolved path: the walk starts at resolved roots and follows
+// no link).
+func (w *walker) addIn(dir string, names map[string]os.DirEntry, rel string) {
+	first, _, _ := strings.Cut(rel, "/")
+	if _, ok := names[first]; ok {
+		w.add(filepath.Join(dir, rel), rel)
+		return
+	}
+	lit := filepath.Join(dir, rel)
+	w.out = append(w.out, Path{Literal: lit, Resolved: lit, Rule: "mandatory: " + rel, literalParent: filepath.Dir(lit)})
+}
+
 func (w *walker) dir(dir string, level int) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -184,7 +199,7 @@ func (w *walker) dir(dir string, level int) {
 		// its directory exists: creating it there is writing the config.
 		top, _, _ := strings.Cut(f, "/")
 		if _, ok := names[top]; ok || level == 0 && w.missingAtTop {
-			w.add(filepath.Join(dir, f), f)
+			w.addIn(dir, names, f)
 		}
 	}
 	for _, d := range mandatoryDirs {
@@ -200,7 +215,7 @@ func (w *walker) dir(dir string, level int) {
 				continue
 			}
 		}
-		w.add(filepath.Join(dir, d), d)
+		w.addIn(dir, names, d)
 	}
 	if isGitDirEntries(names) {
 		// A git directory not named .git (bare, moved, made by hand):
@@ -215,9 +230,9 @@ func (w *walker) dir(dir string, level int) {
 		// No repository here yet. Creating one is as dangerous as changing
 		// one: git run here later (or in a parent repository, which this
 		// one would shadow) would run its hooks and read its config.
-		w.add(filepath.Join(dir, ".git", "hooks"), ".git/hooks")
+		w.addIn(dir, names, ".git/hooks")
 		if !w.allowGitConfig {
-			w.add(filepath.Join(dir, ".git", "config"), ".git/config")
+			w.addIn(dir, names, ".git/config")
 		}
 	}
 	if level >= w.depth {

@@ -267,20 +267,26 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 	// directory: ~/.bashrc may be a link into a writable dotfiles
 	// repository (adversarial review), and ~/.local/bin may hold links
 	// into a write root (scanProtectedDirs).
-	trusted := runTrustedDenies(environPath(), s.Source)
-	hd, hp := homeTrustedDenies(env.Home)
-	trusted = append(append(trusted, hd...), homeMandatory(env.Home)...)
-	if p.reachesHome() {
-		p.MandatoryPatterns = append(p.MandatoryPatterns, hp...)
+	// PATH directories the user owns (below home) or in a write root as
+	// spelled; the system's are root's, and resolving each costs.
+	near := func(d string) bool { return Within(d, env.Home) || longestPrefix(p.AllowWrite, d) >= 0 }
+	var trusted, outside []Path
+	if len(p.AllowWrite) > 0 { // nothing to protect where nothing is writable
+		trusted = runTrustedDenies(environPath(), s.Source, near)
+		hd, hp := homeTrustedDenies(env.Home)
+		trusted = append(append(trusted, hd...), homeMandatory(env.Home)...)
+		if p.reachesHome() {
+			p.MandatoryPatterns = append(p.MandatoryPatterns, hp...)
+		}
 	}
-	var outside []Path
 	for _, d := range trusted {
 		if d.Rule == rulePATHDir && Within(d.Resolved, cwd) {
 			continue
 		}
 		if longestPrefix(p.AllowWrite, d.Resolved) >= 0 {
 			p.DenyWrite = append(p.DenyWrite, d)
-		} else if d.Kind == Dir {
+		} else if d.Kind != Missing && Within(d.Literal, env.Home) {
+			// The user's own (system directories on PATH are root's).
 			outside = append(outside, d)
 		}
 	}
