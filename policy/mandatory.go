@@ -78,11 +78,12 @@ func MandatoryGlobs(allowGitConfig bool) []string {
 // every protected name found. At level 0 every name is returned whether or
 // not it exists, so that it cannot be created either. Directories named
 // node_modules are not entered, symbolic links are not followed, and a
-// directory that cannot be listed is protected whole.
-func mandatoryDenies(roots []walkRoot, depth int, allowGitConfig bool, home string) ([]Path, error) {
+// directory that cannot be listed is protected whole (another user's) or
+// refuses the run (the user's own: unlistable). refs are what the
+// system and global git configuration name (readGitConfig).
+func mandatoryDenies(roots []walkRoot, depth int, allowGitConfig bool, home string, refs gitRefs) ([]Path, error) {
 	var out []Path
 	seen := map[string]bool{}
-	refs := readGitConfig(home, globalGitConfigs(home)...)
 	global := refs.hooks
 	for _, d := range hooksDirs(global, "/") {
 		if filepath.IsAbs(d) {

@@ -254,7 +254,11 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 			roots = append(roots, walkRoot{w.Resolved, strings.HasPrefix(w.Rule, "filesystem.")})
 		}
 	}
-	md, err := mandatoryDenies(roots, s.SearchDepth(), fs.AllowGitConfig, env.Home)
+	var global gitRefs
+	if len(p.AllowWrite) > 0 {
+		global = readGitConfig(env.Home, globalGitConfigs(env.Home)...)
+	}
+	md, err := mandatoryDenies(roots, s.SearchDepth(), fs.AllowGitConfig, env.Home, global)
 	if err != nil {
 		return nil, err
 	}
@@ -292,7 +296,7 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 	}
 	// A relative core.hooksPath of the global configuration is the hooks
 	// directory of every repository, those made during the run too.
-	for _, h := range readGitConfig(env.Home, globalGitConfigs(env.Home)...).hooks {
+	for _, h := range global.hooks {
 		if !filepath.IsAbs(h) && doublestar.ValidatePattern(h) {
 			h = EscapeGlob(filepath.Clean(h))
 			p.MandatoryPatterns = append(p.MandatoryPatterns, "**/"+h, "**/"+h+"/**")
