@@ -192,8 +192,10 @@ func TestLinksInsideProtectedDirs(t *testing.T) {
 						t.Errorf("%s changed on the host: %q", f, b)
 					}
 				}
-				// A hard-linked hook: the run is refused.
-				if err := os.Link(filepath.Join(proj, "scripts/pre-commit"), filepath.Join(proj, ".git/hooks/post-commit")); err != nil {
+				// A hook hard-linked to a project file nothing else
+				// protects: the run is refused.
+				u.write(t, filepath.Join(proj, "scripts/post"), "#!/bin/sh\n")
+				if err := os.Link(filepath.Join(proj, "scripts/post"), filepath.Join(proj, ".git/hooks/post-commit")); err != nil {
 					t.Fatal(err)
 				}
 				out, errOut, code = srtRun{u: u, dir: proj, settings: settings, env: []string{"HOME=" + home}, args: []string{"echo", "ran"}}.run(t)
@@ -265,5 +267,51 @@ true`
 				}
 			})
 		}
+	})
+}
+
+// TestDotfilesLayouts: layouts of dotfile managers (stow's folding,
+// rcm's per-file links deep in editors' trees) with only the dotfiles
+// repository writable (sixth adversarial review).
+func TestDotfilesLayouts(t *testing.T) {
+	t.Parallel()
+	forEachUser(t, func(t *testing.T, u *account) {
+		t.Parallel()
+		run := func(t *testing.T, home, script string) (string, string, int) {
+			t.Helper()
+			return srtRun{u: u, dir: filepath.Join(home, ".dotfiles"), settings: `{"filesystem":{"allowWrite":["."]}}`,
+				env: []string{"HOME=" + home}, args: []string{"sh", "-c", script}}.run(t)
+		}
+		t.Run("folded-local-lib", func(t *testing.T) {
+			home := filepath.Join(u.workDir(t), "home")
+			u.mkdir(t, filepath.Join(home, ".dotfiles/lib"))
+			u.mkdir(t, filepath.Join(home, ".local"))
+			u.write(t, filepath.Join(home, ".local/lib"), "->../.dotfiles/lib")
+			out, errOut, _ := run(t, home, `(mkdir -p lib/python3.11/site-packages && echo 'import os' > lib/python3.11/site-packages/evil.pth) 2>/dev/null && echo PLANTED; true`)
+			if strings.Contains(out, "PLANTED") {
+				t.Errorf("a user site-packages .pth was made through a folded ~/.local/lib: %s", errOut)
+			}
+		})
+		t.Run("deep-editor-link", func(t *testing.T) {
+			home := filepath.Join(u.workDir(t), "home")
+			u.write(t, filepath.Join(home, ".dotfiles/vim/x.vim"), "original\n")
+			u.write(t, filepath.Join(home, ".vim/pack/my/start/p/plugin/x.vim"), "->../../../../../../.dotfiles/vim/x.vim")
+			out, errOut, _ := run(t, home, `(echo 'call system("id")' >> vim/x.vim) 2>/dev/null && echo WROTE; true`)
+			if b, _ := os.ReadFile(filepath.Join(home, ".dotfiles/vim/x.vim")); strings.Contains(out, "WROTE") || string(b) != "original\n" {
+				t.Errorf("a vim plugin file linked five levels down was written: %q %s", b, errOut)
+			}
+		})
+		t.Run("hardlink-to-link-target", func(t *testing.T) {
+			home := filepath.Join(u.workDir(t), "home")
+			u.write(t, filepath.Join(home, ".dotfiles/bin/tool"), "#!/bin/sh\n")
+			u.write(t, filepath.Join(home, ".local/bin/tool"), "->../../.dotfiles/bin/tool")
+			if err := os.Link(filepath.Join(home, ".dotfiles/bin/tool"), filepath.Join(home, ".dotfiles/notes.txt")); err != nil {
+				t.Fatal(err)
+			}
+			out, errOut, code := run(t, home, `echo ran`)
+			if code != 125 || out != "" || !strings.Contains(errOut, "hard links") {
+				t.Errorf("exit %d stdout %q stderr %q: want a refusal naming the hard links", code, out, errOut)
+			}
+		})
 	})
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
 )
 
 // TrustedClass is one class of files that a program on the host later
@@ -176,9 +178,20 @@ func homeTrustedDeny(f *fastPaths, base, entry string) (denies []Path, patterns 
 	rule := "mandatory: ~/" + entry
 	rel, dir := strings.CutSuffix(rel, "/")
 	pat := EscapeGlob(base) + "/" + rel
-	patterns = append(patterns, pat)
-	if dir {
-		patterns = append(patterns, pat+"/**")
+	pats := []string{pat}
+	// Also where the pattern's literal part leads: with ~/.local/lib a
+	// link into a writable dotfiles repository (stow's folding), names
+	// come into being at the link's target (fifth adversarial review).
+	if lp, gp := doublestar.SplitPattern(pat); lp != "" {
+		if res := EscapeGlob(resolveMissing(unescapeGlob(lp))); res != lp {
+			pats = append(pats, res+"/"+gp)
+		}
+	}
+	for _, q := range pats {
+		patterns = append(patterns, q)
+		if dir {
+			patterns = append(patterns, q+"/**")
+		}
 	}
 	if !isGlob(rel) {
 		p := f.path(base, rel, rule)

@@ -15,10 +15,10 @@ import (
 const maxScan = 50000
 
 // scanDepth is how deep below a protected directory scanProtectedDirs
-// looks: hooks, bin directories and configuration directories hold
-// their links at the top; vim's packages are three levels down
-// (pack/NAME/start/PLUGIN).
-const scanDepth = 3
+// looks: hooks and bin directories hold their links at the top, but
+// dotfile managers link single files deep in editors' trees
+// (.vim/pack/NAME/start/PLUGIN/plugin/FILE, .config/nvim/lua/...).
+const scanDepth = 8
 
 // scanSkipped are directories scanProtectedDirs does not enter: git's
 // content-addressed data (objects are hard-linked by git clone --local
@@ -47,8 +47,9 @@ func (p *Policy) scanProtectedDirs(outside []Path) error {
 	budget := maxScan
 	var targets []Path
 	type inode struct {
-		nlink, names uint64
-		path, rule   string
+		nlink      uint64
+		names      map[string]bool // the protected names met
+		path, rule string
 	}
 	inodes := map[[2]uint64]*inode{}
 	note := func(full, rule string, fi fs.FileInfo) {
@@ -56,9 +57,9 @@ func (p *Policy) scanProtectedDirs(outside []Path) error {
 		if n := links(fi); !ok || n < 2 {
 			return
 		} else if inodes[id] == nil {
-			inodes[id] = &inode{nlink: n, path: full, rule: rule}
+			inodes[id] = &inode{nlink: n, names: map[string]bool{}, path: full, rule: rule}
 		}
-		inodes[id].names++
+		inodes[id].names[full] = true
 	}
 	var scan func(dir, rule string, depth int) error
 	scan = func(dir, rule string, depth int) error {
@@ -167,8 +168,17 @@ func (p *Policy) scanProtectedDirs(outside []Path) error {
 			return err
 		}
 	}
+	// A link's target counts among the protected names: a hard link to
+	// it elsewhere reaches the same content (sixth adversarial review).
+	for _, t := range targets {
+		if t.Kind == File {
+			if fi, err := os.Stat(t.Resolved); err == nil {
+				note(t.Resolved, t.Rule, fi)
+			}
+		}
+	}
 	for _, n := range inodes {
-		if n.names < n.nlink && p.sameDeviceAsWriteRoot(n.path) {
+		if uint64(len(n.names)) < n.nlink && p.sameDeviceAsWriteRoot(n.path) {
 			return fmt.Errorf("%s: %s has %d hard links, and a name outside the protected ones reaches the same file; remove it (find -samefile) or copy the file: %w", n.rule, n.path, n.nlink, ErrUnenforceable)
 		}
 	}
@@ -201,38 +211,10 @@ func (p *Policy) sameDeviceAsWriteRoot(path string) bool {
 // order (path itself among them when it is one).
 func linksOnPath(path string) []string {
 	var out []string
-	cur := "/"
-	rest := splitPath(path)
-	for follows := 0; len(rest) > 0 && follows <= 40; {
-		c := rest[0]
-		rest = rest[1:]
-		switch c {
-		case "", ".":
-			continue
-		case "..":
-			cur = filepath.Dir(cur)
-			continue
-		}
-		next := filepath.Join(cur, c)
-		fi, err := os.Lstat(next)
-		if err != nil {
-			break
-		}
-		if fi.Mode()&fs.ModeSymlink == 0 {
-			cur = next
-			continue
-		}
-		out = append(out, next)
-		target, err := os.Readlink(next)
-		if err != nil {
-			break
-		}
-		follows++
-		if filepath.IsAbs(target) {
-			cur = "/"
-		}
-		rest = append(splitPath(target), rest...)
-	}
+	walkPath(path, func(_, link string, _ fs.FileInfo, _ bool) error {
+		out = append(out, link)
+		return nil
+	})
 	return out
 }
 

@@ -94,13 +94,27 @@ func hint(lit, cwd string, le *linkError) string {
 	return "name the target instead"
 }
 
-// resolve is resolveMissing for an absolute clean path, walked one
-// component at a time with lstat(2): a symbolic link is followed only when
-// untrustedLink has nothing against it, else the result is a *linkError
-// naming it. ".." after a followed link goes to the parent of the link's
-// target, as the kernel does (path_resolution(7)); the part of lit that
-// does not exist is kept as spelled.
+// resolve is resolveMissing for an absolute clean path, walked by
+// walkPath: a symbolic link is followed only when untrustedLink has
+// nothing against it, else the result is a *linkError naming it.
 func (g *linkGuard) resolve(lit string) (string, error) {
+	return walkPath(lit, func(dir, link string, fi fs.FileInfo, final bool) error {
+		if why := g.untrustedLink(dir, fi); why != "" {
+			return &linkError{Link: link, Why: why, Final: final}
+		}
+		return nil
+	})
+}
+
+// walkPath resolves the absolute path lit one component at a time with
+// lstat(2), as the kernel does (path_resolution(7): ".." after a
+// followed link goes to the parent of its target), calling onLink for
+// each symbolic link met (its resolved directory, the link, its lstat,
+// whether it is the last component) before following it; an error from
+// onLink ends the walk. The part of lit that does not exist is kept as
+// spelled. A component srt cannot look at for a reason the sandbox could
+// have made is an error (uncheckable); more than 40 links, ELOOP.
+func walkPath(lit string, onLink func(dir, link string, fi fs.FileInfo, final bool) error) (string, error) {
 	cur := "/"
 	rest := splitPath(lit)
 	for follows := 0; len(rest) > 0; {
@@ -125,8 +139,8 @@ func (g *linkGuard) resolve(lit string) (string, error) {
 			cur = next
 			continue
 		}
-		if why := g.untrustedLink(cur, fi); why != "" {
-			return "", &linkError{Link: next, Why: why, Final: len(rest) == 0}
+		if err := onLink(cur, next, fi, len(rest) == 0); err != nil {
+			return "", err
 		}
 		if follows++; follows > 40 {
 			return "", fmt.Errorf("%s: %w", lit, syscall.ELOOP)
