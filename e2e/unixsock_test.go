@@ -135,7 +135,7 @@ func TestHostFIFO(t *testing.T) {
 		defer r.Close()
 		out, errOut, _ := sh(t, u, filepath.Join(w, "proj"), `{"filesystem":{"allowWrite":["."]}}`,
 			`(echo leak > ../host/control) 2>/dev/null && echo WROTE; (exec 3<>../host/control) 2>/dev/null && echo OPENED-RDWR
-mkfifo own && (cat own &) && echo own-ok > own; wait`)
+mkfifo own && { cat own & echo own-ok > own; wait; }`)
 		if strings.Contains(out, "WROTE") || strings.Contains(out, "OPENED") {
 			t.Errorf("the host's FIFO was opened for writing: %s (stderr %s)", out, errOut)
 		}
