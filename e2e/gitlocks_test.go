@@ -69,10 +69,7 @@ func TestGitAfterTheRun(t *testing.T) {
 					t.Fatalf("git config: %v %s", err, out)
 				}
 				u.mkdir(t, filepath.Join(w, ".husky/_"))
-				settings := `{"filesystem":{"allowWrite":[".","~"]}}`
-				if mode == "rules-off" {
-					settings = `{"filesystem":{"allowWrite":[".","~"],"enforceNamesAtCreation":false}}`
-				}
+				settings := modeSettings(mode, `"allowWrite":[".","~"]`)
 				out, errOut, _ := srtRun{u: u, dir: w, settings: settings, env: []string{"HOME=" + home}, args: []string{"sh", "-c",
 					`for f in .husky/_/pre-commit .husky/pre-commit ~/githooks/pre-commit; do mkdir -p $(dirname $f) 2>/dev/null; (echo 'echo pwned' > $f) 2>/dev/null && echo WROTE $f; done; true`}}.run(t)
 				if strings.Contains(out, "WROTE") {

@@ -495,3 +495,13 @@ var violationReport = regexp.MustCompile(`(?m)^srt: \d+ actions? (was|were) bloc
 func withoutReport(stderr string) string {
 	return violationReport.ReplaceAllString(stderr, "")
 }
+
+// modeSettings is a settings document whose "filesystem" holds members,
+// with the creation-time rules off when mode is "rules-off" (the tests
+// that run in both modes).
+func modeSettings(mode, members string) string {
+	if mode == "rules-off" {
+		members += `,"enforceNamesAtCreation":false`
+	}
+	return `{"filesystem":{` + members + `}}`
+}

@@ -109,10 +109,7 @@ func TestProtectedSymlinks(t *testing.T) {
 				u.write(t, filepath.Join(home, ".bashrc"), "->dotfiles/bashrc")
 				u.mkdir(t, filepath.Join(home, "proj/.git"))
 				u.write(t, filepath.Join(home, "proj/.git/hooks"), "->../../dotfiles/hooks")
-				settings := `{"filesystem":{"allowWrite":[".","~"]}}`
-				if mode == "rules-off" {
-					settings = `{"filesystem":{"allowWrite":[".","~"],"enforceNamesAtCreation":false}}`
-				}
+				settings := modeSettings(mode, `"allowWrite":[".","~"]`)
 				// The settings file itself, a link into the dotfiles.
 				u.write(t, filepath.Join(home, "dotfiles/srt.json"), settings)
 				u.write(t, filepath.Join(home, "proj/srt.json"), "->../dotfiles/srt.json")
@@ -178,10 +175,7 @@ func TestLinksInsideProtectedDirs(t *testing.T) {
 				u.write(t, filepath.Join(proj, ".git/hooks/pre-commit"), "->../../scripts/pre-commit")
 				u.write(t, filepath.Join(home, ".local/share/pipx/venvs/black/bin/black"), "#!/bin/sh\n")
 				u.write(t, filepath.Join(home, ".local/bin/black"), "->../share/pipx/venvs/black/bin/black")
-				settings := `{"filesystem":{"allowWrite":[".","~"]}}`
-				if mode == "rules-off" {
-					settings = `{"filesystem":{"allowWrite":[".","~"],"enforceNamesAtCreation":false}}`
-				}
+				settings := modeSettings(mode, `"allowWrite":[".","~"]`)
 				script := `for f in .git/hooks/pre-commit scripts/pre-commit ~/.local/bin/black ~/.local/share/pipx/venvs/black/bin/black; do (echo 'echo PWNED' >> $f) 2>/dev/null && echo WROTE $f; done; true`
 				out, errOut, code := srtRun{u: u, dir: proj, settings: settings, env: []string{"HOME=" + home}, args: []string{"sh", "-c", script}}.run(t)
 				if code != 0 || strings.Contains(out, "WROTE") {
@@ -237,10 +231,7 @@ func TestLinkedHostFiles(t *testing.T) {
 				u.write(t, filepath.Join(dot, ".git/hooks/pre-commit"), "->../../hooks/pre-commit.sh")
 				u.write(t, filepath.Join(dot, ".git/hooks/post-commit"), "->../../missing/post")
 				u.write(t, filepath.Join(home, ".gitconfig-global"), "[core]\n\thooksPath = .githooks\n")
-				settings := `{"filesystem":{"allowWrite":["."]}}`
-				if mode == "rules-off" {
-					settings = `{"filesystem":{"allowWrite":["."],"enforceNamesAtCreation":false}}`
-				}
+				settings := modeSettings(mode, `"allowWrite":["."]`)
 				script := `for f in bashrc gitconfig tool scripts/hooks/pre-commit.sh; do (echo PWNED >> $f) 2>/dev/null && echo WROTE $f; done
 (rm -f hooks; mkdir evil; echo PWNED > evil/pre-commit.sh; ln -s evil hooks) 2>/dev/null && echo REPOINTED
 (mkdir -p missing && echo PWNED > missing/post) 2>/dev/null && echo MADE-MISSING

@@ -20,10 +20,7 @@ func TestSetIDRefused(t *testing.T) {
 		for _, mode := range []string{"rules-on", "rules-off"} {
 			t.Run(mode, func(t *testing.T) {
 				w := u.workDir(t)
-				settings := `{"filesystem":{"allowWrite":["."]}}`
-				if mode == "rules-off" {
-					settings = `{"filesystem":{"allowWrite":["."],"enforceNamesAtCreation":false}}`
-				}
+				settings := modeSettings(mode, `"allowWrite":["."]`)
 				attacks := map[string]string{
 					"chmod-4755":    `cp /bin/sh a && chmod 4755 a`,
 					"chmod-u+s":     `cp /bin/sh b && chmod u+s b`,

@@ -52,10 +52,7 @@ func TestUnixSocketIPC(t *testing.T) {
 				u.write(t, filepath.Join(w, "made/HEAD"), "ref: refs/heads/main\n")
 				u.mkdir(t, filepath.Join(w, "made/objects"))
 				u.write(t, filepath.Join(w, "made/config"), "[core]\n\tfsmonitor = echo pwned\n")
-				settings := `{"filesystem":{"allowWrite":["."]}}`
-				if mode == "rules-off" {
-					settings = `{"filesystem":{"allowWrite":["."],"enforceNamesAtCreation":false}}`
-				}
+				settings := modeSettings(mode, `"allowWrite":["."]`)
 				script := `
 import socket, os
 def attempt(name, f):
