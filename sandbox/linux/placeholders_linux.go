@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/srt-go/srt/sandbox/linux/fsplan"
 )
 
 // Placeholders are empty files and directories held on the host at
@@ -41,10 +43,10 @@ func NewPlaceholders(paths []string) (*Placeholders, error) {
 				continue
 			}
 			seen[a] = true
-			dir := i > 0 || slices.Contains(mandatoryDirNames, filepath.Base(a))
+			dir := i > 0 || slices.Contains(fsplan.DirNames, filepath.Base(a))
 			r := guardianRequest{Op: "create", Path: a, Dir: dir}
 			if !dir {
-				r.Content = placeholderContent[filepath.Base(a)]
+				r.Content = fsplan.PlaceholderContent(filepath.Base(a))
 			}
 			reqs = append(reqs, r)
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/srt-go/srt/netrule"
 	"github.com/srt-go/srt/policy"
 	"github.com/srt-go/srt/proxy"
+	"github.com/srt-go/srt/sandbox/linux/fsplan"
 	"github.com/srt-go/srt/seccomp"
 	"github.com/srt-go/srt/violation"
 	"golang.org/x/sys/unix"
@@ -131,7 +132,11 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	if notice != "" && cfg.Stderr != nil {
 		fmt.Fprintf(cfg.Stderr, "srt: %s\n", notice)
 	}
-	plan := planMounts(cfg.Policy, create)
+	tmpdir := filepath.Join(stateDir, "tmp")
+	// The creation-time rules judge the sandbox's paths against the
+	// policy's host paths, so a confined view whose guest paths differ
+	// keeps its placeholders until the supervisor maps them.
+	plan := fsplan.Build(cfg.Policy, fsplan.Options{CreationRules: create && cfg.Policy.View == nil, TmpDir: tmpdir})
 
 	p := &Process{log: lg, initPID: make(chan int, 1), ready: make(chan struct{})}
 	ok := false
@@ -148,7 +153,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	// With the creation-time rules there are no placeholders, and
 	// another sandbox's that this one mounts need not be shared: should
 	// their owner remove one, the name it stood for cannot be created here.
-	var adopt []Placeholder
+	var adopt []fsplan.Placeholder
 	if !create {
 		adopt = adoptCandidates(cfg.Policy, plan)
 	}
@@ -164,7 +169,6 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 			return nil, setupErr("working directory: %w", err)
 		}
 	}
-	tmpdir := filepath.Join(stateDir, "tmp")
 	env := cfg.Env
 	if env == nil {
 		env = os.Environ()
@@ -273,7 +277,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	// The options go through a sealed memfd (--args): no length limit, and
 	// bwrap's own command line stays short. The command itself must be on
 	// the command line; it holds only descriptor numbers.
-	args := bwrapArgs(cfg.Policy, plan, tmpdir, dir, infoFD)
+	args := bwrapArgs(cfg.Policy, plan, dir, infoFD)
 	lg.Debug("bwrap", "options", strings.Join(args, " "))
 	argsFile, err := memfile("srt-bwrap-args", []byte(strings.Join(args, "\x00")+"\x00"))
 	if err != nil {
@@ -455,59 +459,26 @@ func (p *Process) Wait() (int, error) {
 	return p.code, p.err
 }
 
-// bwrapArgs builds bubblewrap's options. Namespaces: a user namespace with
+// bwrapArgs builds bubblewrap's options: the namespaces, then the plan's
+// filesystem steps in the plan's order (fsplan.Build holds the argument
+// for it), then the working directory. Namespaces: a user namespace with
 // every capability dropped, and new PID, network (only lo), IPC, UTS and
 // cgroup namespaces. --new-session puts the command in a session without
 // the caller's terminal (no TIOCSTI into it, CVE-2017-5226); when srt runs
 // in a terminal the command gets a pseudo-terminal of its own instead.
-func bwrapArgs(p *policy.Policy, plan Plan, tmpdir, dir string, infoFD int) []string {
-	s := p.Settings
+func bwrapArgs(p *policy.Policy, plan fsplan.Plan, dir string, infoFD int) []string {
 	a := []string{
 		"--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
 		"--die-with-parent", "--new-session", "--as-pid-1", "--cap-drop", "ALL",
 		"--info-fd", strconv.Itoa(infoFD),
 	}
-	if !s.AllowNestedUserNamespaces {
+	if !p.Settings.AllowNestedUserNamespaces {
 		a = append(a, "--disable-userns")
 	}
-	if !p.FilesystemDisabled && p.View == nil {
-		a = append(a, "--ro-bind", "/", "/") // a View starts from an empty root instead
-	}
-	var remounts []string
 	for _, op := range plan.Ops {
-		if op.Kind == OpRemountRO {
-			remounts = append(remounts, op.Args()...)
-			continue
-		}
 		a = append(a, op.Args()...)
 	}
-	a = append(a, "--dev", "/dev")
-	a = append(a, "--proc", "/proc")
-	// The kernel's global knobs under /proc are read-only, as Docker makes
-	// them. bubblewrap covers only /proc/irq and /proc/bus when it runs
-	// in a user namespace, trusting that nobody in it is global root; but
-	// when srt runs as root, uid 0 inside is uid 0 outside, and a sysctl
-	// such as kernel.core_pattern checks the uid, not a capability: the
-	// command could make the host run a program of its choice as root.
-	// (/proc/bus and /proc/irq bubblewrap covers itself.)
-	for _, p := range []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/fs"} {
-		a = append(a, "--ro-bind-try", p, p)
-	}
-	// srt's state directory, when a write root holds it (allowWrite
-	// ["/tmp"]): read-only, and a mount point, so that the command can
-	// neither plant things for later runs nor rename it away and make a
-	// host directory where its TMPDIR was (which the creation-time rules
-	// take for the private tmpfs).
-	if state := filepath.Dir(tmpdir); !p.FilesystemDisabled && p.View == nil && p.Writable(policy.Resolve(state)) {
-		a = append(a, "--ro-bind", state, state)
-	}
-	// The command's private TMPDIR: a tmpfs at a mount point every sandbox
-	// of this user shares, private to this sandbox's mount namespace, so it
-	// leaves nothing on the host however the run ends.
-	a = append(a, "--perms", "0700", "--tmpfs", tmpdir)
-	a = append(a, remounts...)
-	a = append(a, "--chdir", dir)
-	return a
+	return append(a, "--chdir", dir)
 }
 
 // adoptCandidates are the paths the plan mounts that look like
@@ -516,15 +487,15 @@ func bwrapArgs(p *policy.Policy, plan Plan, tmpdir, dir string, infoFD int) []st
 // must hold too so that it is not removed under it. They are returned as
 // placeholders of the kind found, to be made again should they vanish
 // before bubblewrap mounts them.
-func adoptCandidates(p *policy.Policy, plan Plan) []Placeholder {
+func adoptCandidates(p *policy.Policy, plan fsplan.Plan) []fsplan.Placeholder {
 	if p.FilesystemDisabled {
 		return nil // no placeholders, nothing to share
 	}
-	var out []Placeholder
+	var out []fsplan.Placeholder
 	seen := map[string]bool{}
 	for _, op := range plan.Ops {
 		src := op.Src
-		if (op.Kind != OpROBind && op.Kind != OpBind) || src == "" || src == "/" || src == "/dev/null" || seen[src] {
+		if (op.Kind != fsplan.OpROBind && op.Kind != fsplan.OpBind) || op.Runtime || src == "" || src == "/" || src == "/dev/null" || seen[src] {
 			continue
 		}
 		seen[src] = true
@@ -532,19 +503,19 @@ func adoptCandidates(p *policy.Policy, plan Plan) []Placeholder {
 		if err != nil {
 			continue
 		}
-		content := placeholderContent[filepath.Base(src)]
+		content := fsplan.PlaceholderContent(filepath.Base(src))
 		switch {
 		case fi.IsDir() && isEmptyDir(src):
-			out = append(out, Placeholder{Path: src, Dir: true, Rule: op.Rule})
+			out = append(out, fsplan.Placeholder{Path: src, Dir: true, Rule: op.Rule})
 		case fi.IsDir():
 			// Not empty, perhaps only because another sandbox's
 			// placeholder is in it: share it too, or its owner would leave
 			// it behind when it cannot remove it (and make it again should
 			// it vanish, since a placeholder of ours may go in it).
-			out = append(out, Placeholder{Path: src, Dir: true, Rule: op.Rule})
+			out = append(out, fsplan.Placeholder{Path: src, Dir: true, Rule: op.Rule})
 		case fi.Mode().IsRegular() && fi.Size() == int64(len(content)):
 			if b, err := os.ReadFile(src); err == nil && string(b) == content {
-				out = append(out, Placeholder{Path: src, Content: content, Rule: op.Rule})
+				out = append(out, fsplan.Placeholder{Path: src, Content: content, Rule: op.Rule})
 			}
 		}
 	}

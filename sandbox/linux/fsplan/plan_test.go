@@ -1,4 +1,4 @@
-package linux
+package fsplan
 
 import (
 	"os"
@@ -37,7 +37,7 @@ func TestPlanMountsOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan := PlanMounts(p)
+	plan := Build(p, Options{})
 	index := func(kind OpKind, dst string) int {
 		return slices.IndexFunc(plan.Ops, func(o Op) bool { return o.Kind == kind && o.Dst == dst })
 	}
@@ -88,7 +88,7 @@ func TestPlanMountsOrder(t *testing.T) {
 	// With the creation-time rules, a missing protected name is refused
 	// when it is made: no placeholder, no mount for it; what exists keeps
 	// its mounts.
-	withRules := planMounts(p, true)
+	withRules := Build(p, Options{CreationRules: true})
 	if len(withRules.Placeholders) != 0 {
 		t.Errorf("placeholders with creation-time rules: %v", withRules.Placeholders)
 	}

@@ -1,4 +1,4 @@
-package linux
+package fsplan
 
 import (
 	"os"
@@ -38,7 +38,7 @@ func TestPlanView(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan := PlanMounts(p)
+	plan := Build(p, Options{})
 	idx := func(kind OpKind, src, dst string) int {
 		return slices.IndexFunc(plan.Ops, func(o Op) bool { return o.Kind == kind && o.Dst == dst && (src == "" || o.Src == src) })
 	}
