@@ -1,0 +1,80 @@
+package policy
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/srt-go/srt/settings"
+)
+
+// TestCompileStates is the policy's contract as a table: for settings
+// over a prepared tree, what each path may be (read? written?). Every
+// backend enforces exactly these answers (Readable, Writable).
+func TestCompileStates(t *testing.T) {
+	base, _ := filepath.EvalSymlinks(t.TempDir())
+	ws, home := filepath.Join(base, "ws"), filepath.Join(base, "home")
+	for _, d := range []string{"ws/.git/hooks", "ws/src", "ws/secret/public", "ws/build", "ws/sub/.git", "home/.ssh"} {
+		if err := os.MkdirAll(filepath.Join(base, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"ws/.git/HEAD", "ws/.git/config", "ws/src/a.go", "ws/secret/key", "ws/.env", "ws/sub/.git/HEAD", "home/.ssh/id_ed25519", "home/.bashrc"} {
+		if err := os.WriteFile(filepath.Join(base, f), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries := func(ps ...string) []settings.PathEntry {
+		var out []settings.PathEntry
+		for _, p := range ps {
+			out = append(out, settings.PathEntry{Path: p})
+		}
+		return out
+	}
+	type want struct {
+		path        string
+		read, write bool
+	}
+	for _, c := range []struct {
+		name string
+		fs   settings.Filesystem
+		want []want
+	}{
+		{"defaults: read everything, write nothing", settings.Filesystem{}, []want{
+			{"ws/src/a.go", true, false}, {"home/.ssh/id_ed25519", true, false}, {"/etc/passwd", true, false}}},
+		{"a write root keeps the mandatory denies", settings.Filesystem{AllowWrite: entries(".")}, []want{
+			{"ws/src/a.go", true, true}, {"ws/new", true, true}, {"ws/.git/HEAD", true, true},
+			{"ws/.git/hooks", true, false}, {"ws/.git/hooks/pre-commit", true, false}, {"ws/.git/config", true, false},
+			{"ws/.bashrc", true, false}, {"ws/.vscode/settings.json", true, false}, {"ws/.claude/settings.json", true, false},
+			{"ws/.mcp.json", true, false}, {"ws/sub/.git/hooks/x", true, false}, {"home/x", true, false}}},
+		{"allowGitConfig frees the config, not the hooks", settings.Filesystem{AllowWrite: entries("."), AllowGitConfig: true}, []want{
+			{"ws/.git/config", true, true}, {"ws/.git/hooks/pre-commit", true, false}}},
+		{"denyWrite holes in a write root", settings.Filesystem{AllowWrite: entries("."), DenyWrite: entries("build", ".env")}, []want{
+			{"ws/build", true, false}, {"ws/build/out", true, false}, {"ws/.env", true, false}, {"ws/src/a.go", true, true}}},
+		{"denyRead with an allowRead carve-out", settings.Filesystem{AllowWrite: entries("."), DenyRead: entries("secret", "~/.ssh"), AllowRead: entries("secret/public")}, []want{
+			{"ws/secret", false, false}, {"ws/secret/key", false, false}, {"ws/secret/public", true, true},
+			{"home/.ssh/id_ed25519", false, false}, {"home/.bashrc", true, false}}},
+		{"a missing denyRead cannot be written either", settings.Filesystem{AllowWrite: entries("."), DenyRead: entries("token")}, []want{
+			{"ws/token", false, false}, {"ws/src/a.go", true, true}}},
+		{"filesystem.disabled", settings.Filesystem{Disabled: true}, []want{
+			{"ws/.git/hooks/x", true, true}, {"home/.bashrc", true, true}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := settings.Default()
+			s.Filesystem = c.fs
+			p, err := Compile(s, Env{Cwd: ws, Home: home})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range c.want {
+				path := w.path
+				if !filepath.IsAbs(path) {
+					path = filepath.Join(base, path)
+				}
+				if r, wr := p.Readable(path), p.Writable(path); r != w.read || wr != w.write {
+					t.Errorf("%s: read %v write %v, want read %v write %v", w.path, r, wr, w.read, w.write)
+				}
+			}
+		})
+	}
+}
