@@ -56,17 +56,7 @@ func newHost(s *settings.Settings, lg *slog.Logger) (host, error) {
 }
 
 func (h *linuxHost) start(ctx context.Context, c *Cmd) (process, error) {
-	if h.weak {
-		warn := io.Writer(os.Stderr)
-		if c.Stderr != nil {
-			warn = c.Stderr
-		}
-		return linux.StartLandlock(ctx, linux.Config{
-			Policy: c.Policy, Argv: c.Args, Env: c.Env, Dir: c.Dir,
-			Stdin: c.Stdin, Stdout: c.Stdout, Stderr: c.Stderr, Logger: h.log,
-		}, warn)
-	}
-	p, err := linux.Start(ctx, linux.Config{
+	cfg := linux.Config{
 		Policy:    c.Policy,
 		BwrapPath: h.bwrap,
 		Argv:      c.Args,
@@ -82,7 +72,15 @@ func (h *linuxHost) start(ctx context.Context, c *Cmd) (process, error) {
 		},
 		OnSandboxViolation: c.report,
 		ObserveFilesystem:  c.m.observeFS,
-	})
+	}
+	if h.weak {
+		warn := io.Writer(os.Stderr)
+		if c.Stderr != nil {
+			warn = c.Stderr
+		}
+		return linux.StartLandlock(ctx, cfg, warn)
+	}
+	p, err := linux.Start(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

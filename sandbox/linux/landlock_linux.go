@@ -48,6 +48,12 @@ type landlockSpec struct {
 	TCPPorts   []uint16        `json:"tcpPorts"`
 	Seccomp    seccomp.Options `json:"seccomp"`
 	Ctty       int             `json:"ctty"`
+	// KeepFDs are the user's descriptors (Config.KeepFDs), left open in
+	// the command at their numbers; every other one is closed.
+	KeepFDs []int `json:"keepFds,omitempty"`
+	// NotifyFD is a socket to srt over which the stage sends the seccomp
+	// listener when Seccomp.Notify is set, as PID 1 does (notify_linux.go).
+	NotifyFD int `json:"notifyFd,omitempty"`
 }
 
 // LandlockABI returns the kernel's Landlock ABI version, or an error when
@@ -209,7 +215,7 @@ func RunLandlockStage(args []string) {
 	if err != nil || len(spec.Argv) == 0 {
 		fail("reading spec: %v", err)
 	}
-	closeOtherFDs(nil)
+	closeOtherFDs(spec.KeepFDs)
 	path, err := exec.LookPath(spec.Argv[0])
 	if err != nil {
 		code := exitNotFound
@@ -242,10 +248,10 @@ func RunLandlockStage(args []string) {
 	if err := landlock.V11.BestEffort().Restrict(rules...); err != nil {
 		fail("Landlock: %v", err)
 	}
-	prog, err := seccomp.Build(spec.Seccomp)
-	if err == nil {
-		err = seccomp.Install(prog)
-	}
+	// The main filter, installed as PID 1 installs it: with its listener
+	// when srt records the refusals, the deny-only filter where the kernel
+	// cannot give one.
+	err = installFSFilter(&initSpec{Seccomp: spec.Seccomp, NotifyFD: spec.NotifyFD})
 	if err == nil {
 		err = installMPTCPFilter(spec.Seccomp)
 	}
@@ -314,13 +320,16 @@ func dropCapabilities() error {
 type landlockProcess struct {
 	cmd    *exec.Cmd
 	srv    *proxy.Server
+	notify *notifier // nil without Config.OnSandboxViolation
 	cancel context.CancelFunc
 	term   *terminal
 	tmpdir string
 }
 
 // StartLandlock runs cfg.Argv in the weaker sandbox. It prints the missing
-// guarantees to warn (srt's stderr) before the command starts.
+// guarantees to warn (srt's stderr) before the command starts. Of
+// Config's fields it ignores BwrapPath and Agent, and records no
+// filesystem refusals (ObserveFilesystem), which it lists as missing.
 func StartLandlock(ctx context.Context, cfg Config, warn io.Writer) (*landlockProcess, error) {
 	if cfg.Policy != nil {
 		if _, notice, err := CreationRules(cfg.Policy, true); err != nil {
@@ -356,6 +365,9 @@ func StartLandlock(ctx context.Context, cfg Config, warn io.Writer) (*landlockPr
 	}()
 	spec, missing := landlockPlan(cfg.Policy, tmpdir)
 	missing = append(landlockMissing(abi), missing...)
+	if cfg.ObserveFilesystem && cfg.OnSandboxViolation != nil {
+		missing = append(missing, "refused filesystem calls are not recorded as violations (only the proxies' and the seccomp filter's refusals are)")
+	}
 	fmt.Fprintf(warn, "srt: user namespaces are not available, so enableWeakerNestedSandbox runs the command under Landlock ABI %d and seccomp instead. Missing guarantees:\n", abi)
 	for _, m := range missing {
 		fmt.Fprintf(warn, "srt:   - %s\n", m)
@@ -407,25 +419,55 @@ func StartLandlock(ctx context.Context, cfg Config, warn io.Writer) (*landlockPr
 	if lp.term != nil {
 		spec.Ctty = lp.term.ctty
 	}
+
+	// Descriptors: the user's pass-through ones keep their numbers, srt's
+	// own come after them and are closed here once the stage has them.
+	extra := passThrough(cfg.KeepFDs)
+	spec.KeepFDs = cfg.KeepFDs
+	var own []*os.File
+	defer func() {
+		for _, f := range own {
+			f.Close()
+		}
+	}()
+	addFD := func(f *os.File) int {
+		extra, own = append(extra, f), append(own, f)
+		return 3 + len(extra) - 1
+	}
 	specR, specW, err := os.Pipe()
 	if err != nil {
 		return nil, setupErr("pipe: %w", err)
 	}
+	specFD := addFD(specR)
+	if cfg.OnSandboxViolation != nil {
+		// The filter's refusals go to srt, which answers each with the
+		// deny-only filter's errno and records it; without srt the kernel
+		// fails them with ENOSYS (fail closed, notify_linux.go).
+		spec.Seccomp.Notify = true
+		n, end, err := newNotifier(spec.Seccomp, cfg.Policy, tmpdir, cfg.OnSandboxViolation, lg)
+		if err != nil {
+			specW.Close()
+			return nil, &SetupError{err}
+		}
+		lp.notify = n
+		spec.NotifyFD = addFD(end)
+	}
 	b, _ := json.Marshal(spec)
 	go func() { specW.Write(b); specW.Close() }()
-	cmd := exec.Command("/proc/self/exe", LandlockStageArg, "3")
+	cmd := exec.Command("/proc/self/exe", LandlockStageArg, strconv.Itoa(specFD))
 	cmd.Env = env
 	cmd.Dir = cfg.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
-	cmd.ExtraFiles = []*os.File{specR}
+	cmd.ExtraFiles = extra
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: unix.SIGKILL}
 	// srt reaps and ends what the command leaves behind.
 	unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 	if err := pdeathsig.StartCmd(cmd); err != nil {
-		specR.Close()
 		return nil, setupErr("starting the command: %w", err)
 	}
-	specR.Close()
+	if lp.notify != nil {
+		lp.notify.serve()
+	}
 	if lp.term != nil {
 		lp.term.tty.Close()
 		lp.term.start()
@@ -492,7 +534,12 @@ func splitInts(s string) []int {
 	return out
 }
 
+// cleanup ends the proxies and, every process of the sandbox being gone,
+// the seccomp listener (after it has reported what is left).
 func (lp *landlockProcess) cleanup() {
+	if lp.notify != nil {
+		lp.notify.close()
+	}
 	if lp.cancel != nil {
 		lp.cancel()
 	}

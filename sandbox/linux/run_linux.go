@@ -178,14 +178,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 
 	// Descriptors: the user's pass-through ones keep their numbers, srt's
 	// own come after them.
-	next := 3
-	for _, fd := range cfg.KeepFDs {
-		next = max(next, fd+1)
-	}
-	extra := make([]*os.File, next-3)
-	for _, fd := range cfg.KeepFDs {
-		extra[fd-3] = os.NewFile(uintptr(fd), "user")
-	}
+	extra := passThrough(cfg.KeepFDs)
 	var closeAfterStart []*os.File
 	defer func() {
 		for _, f := range closeAfterStart {
