@@ -3,6 +3,7 @@ package darwin
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -12,30 +13,34 @@ import (
 )
 
 // kernelEvent is a `log stream --style ndjson` line as the kernel's
-// Sandbox extension logs it. Its fields and values are those of events
-// recorded on a Mac (Darwin 25, arm64) by the sandbox-exec probe quoted in
-// ParseLogLine's logEvent comment: the reporter is the kernel (processID 0,
-// /kernel), the offender only appears in eventMessage. The tagged messages
+// Sandbox extension logs it. Its fields are those of events recorded on a
+// Mac (Darwin 25, arm64) by a public sandbox-exec probe, whose shape the
+// logEvent comment quotes: the reporter is the kernel (processID 0,
+// /kernel), the offender only appears in eventMessage; the identifiers
+// here are made up. The tagged messages
 // (the deny's "with message" on a last line of its own) follow the
 // reference monitor's reading of its `log stream` output; they were not
 // recorded here, as no Mac was available.
 func kernelEvent(msg string) string {
-	b, err := json.Marshal(map[string]any{
-		"traceID": 123456789, "eventType": "logEvent", "source": nil,
-		"formatString": "%s", "activityIdentifier": 0, "subsystem": "", "category": "",
-		"threadID": 75214711, "senderImageUUID": "B3D8F1A2-0C41-3A6E-9D1E-6F2A8C3B9E10",
-		"bootUUID": "7908F0D7-3E9B-4C61-A0B4-1D2E3F405162", "processImagePath": "/kernel",
-		"senderImagePath": "/System/Library/Extensions/Sandbox.kext/Contents/MacOS/Sandbox",
-		"timestamp": "2026-09-05 23:01:34.988314-0500", "machTimestamp": 43149983861291,
-		"messageType": "Error", "processImageUUID": "0E8B7C6D-5A4F-3E2D-1C0B-A9F8E7D6C5B4",
-		"processID": 0, "senderProgramCounter": 1234567, "parentActivityIdentifier": 0,
-		"timezoneName": "", "userID": 0, "eventMessage": msg,
-	})
+	m, err := json.Marshal(msg)
 	if err != nil {
 		panic(err)
 	}
-	return string(b)
+	return fmt.Sprintf(kernelEventFormat, m)
 }
+
+// kernelEventFormat is one event of `log stream --style ndjson`, with
+// the escaped slashes Apple's JSON writer puts in paths; %s is the
+// message as a JSON string.
+const kernelEventFormat = `{"traceID":123456789,"eventType":"logEvent","source":null,` +
+	`"formatString":"%%s","activityIdentifier":0,"subsystem":"","category":"",` +
+	`"threadID":75214711,"senderImageUUID":"B3D8F1A2-0C41-3A6E-9D1E-6F2A8C3B9E10",` +
+	`"bootUUID":"7908F0D7-3E9B-4C61-A0B4-1D2E3F405162","processImagePath":"\/kernel",` +
+	`"senderImagePath":"\/System\/Library\/Extensions\/Sandbox.kext\/Contents\/MacOS\/Sandbox",` +
+	`"timestamp":"2026-09-05 23:01:34.988314-0500","machTimestamp":43149983861291,` +
+	`"messageType":"Error","processImageUUID":"0E8B7C6D-5A4F-3E2D-1C0B-A9F8E7D6C5B4",` +
+	`"processID":0,"senderProgramCounter":1234567,"parentActivityIdentifier":0,` +
+	`"timezoneName":"","userID":0,"eventMessage":%s}`
 
 // event is an ndjson line with the given fields only.
 func event(fields map[string]any) string {
