@@ -6,8 +6,10 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/srt-go/srt/proxy"
 	"github.com/srt-go/srt/sandbox/darwin"
 	"github.com/srt-go/srt/settings"
+	"github.com/srt-go/srt/violation"
 )
 
 // darwinHost runs commands under sandbox-exec with a Seatbelt profile
@@ -26,7 +28,7 @@ func newHost(s *settings.Settings, lg *slog.Logger) (host, error) {
 }
 
 func (h *darwinHost) start(ctx context.Context, c *Cmd) (process, error) {
-	return darwin.Start(ctx, darwin.Config{
+	cfg := darwin.Config{
 		Policy:  c.Policy,
 		Argv:    c.Args,
 		Env:     c.Env,
@@ -36,5 +38,17 @@ func (h *darwinHost) start(ctx context.Context, c *Cmd) (process, error) {
 		Stderr:  c.Stderr,
 		KeepFDs: c.KeepFDs,
 		Logger:  h.log,
-	})
+		OnViolation: func(v proxy.Violation) {
+			c.report(violation.Violation{Time: v.Time, Action: v.Action, Target: v.Target, Reason: v.Reason, Raw: v.String()})
+		},
+	}
+	// Seatbelt's denials (filesystem, and the network, mach and other
+	// operations the profile refuses) are read from the unified log by a
+	// `log stream` per run, which costs a process and a start-up
+	// handshake (sandbox/darwin/monitor.go): like Linux's filesystem
+	// observation, only with ObserveFilesystem.
+	if c.m.observeFS {
+		cfg.OnSandboxViolation = c.report
+	}
+	return darwin.Start(ctx, cfg)
 }

@@ -48,8 +48,12 @@ var tagPattern = regexp.MustCompile(`^[A-Za-z0-9_+/=-]{1,400}$`)
 // NewTag returns a fresh log tag for command, as the reference writes it
 // (srt-notes §5): "CMD64_" + base64 of the command's first 100 characters
 // + "_END_" + 16 random hex digits + "_SBX". The random part names the
-// session: `log stream` is filtered on it, and two runs of the same
-// command never share it.
+// run: every deny rule of its profile carries the tag (writer.rule), the
+// kernel ends each denial's log message with it, and the run's monitor
+// takes only the messages ending with the whole tag (LogPredicate,
+// ParseLogLine), so two runs, even of the same command, never read each
+// other's denials. (The reference shares one random suffix per process,
+// for its one monitor.)
 func NewTag(command string) string {
 	if utf8.RuneCountInString(command) > 100 {
 		command = string([]rune(command)[:100])
@@ -57,15 +61,6 @@ func NewTag(command string) string {
 	var r [8]byte
 	rand.Read(r[:])
 	return "CMD64_" + base64.StdEncoding.EncodeToString([]byte(command)) + "_END_" + hex.EncodeToString(r[:]) + "_SBX"
-}
-
-// TagSuffix returns the part of tag after the command, "_END_<hex>_SBX",
-// which the log predicate matches.
-func TagSuffix(tag string) string {
-	if i := strings.LastIndex(tag, "_END_"); i >= 0 {
-		return tag[i:]
-	}
-	return tag
 }
 
 // Profile compiles o.Policy into a Seatbelt profile. The profile denies

@@ -14,11 +14,11 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 
 	"github.com/srt-go/srt/netrule"
 	"github.com/srt-go/srt/policy"
 	"github.com/srt-go/srt/proxy"
+	"github.com/srt-go/srt/violation"
 )
 
 // SandboxExec is sandbox-exec(1), present on every macOS install.
@@ -51,12 +51,14 @@ type Config struct {
 	KeepFDs []int
 	// Logger receives debug lines (the profile among them). Nil discards.
 	Logger *slog.Logger
-	// OnViolation is called for each refused network connection. Nil
-	// ignores them.
+	// OnViolation is called for each connection or request the proxies
+	// refuse. Nil ignores them.
 	OnViolation func(proxy.Violation)
-	// OnSandboxViolation is called for each Seatbelt denial read from the
-	// unified log. Nil: no log stream is started.
-	OnSandboxViolation func(Violation)
+	// OnSandboxViolation is called for each Seatbelt denial of this run
+	// read from the unified log (StartMonitor, ParseLogLine), from one
+	// goroutine; it must not block. ignoreViolations is the caller's to
+	// apply. Nil: no log stream is started.
+	OnSandboxViolation func(violation.Violation)
 }
 
 // Process is a running sandbox.
@@ -65,8 +67,8 @@ type Process struct {
 	srv      *proxy.Server
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
-	dir      string // session directory: profile and TMPDIR
-	stopMon  func()
+	dir      string   // session directory: profile and TMPDIR
+	mon      *Monitor // nil without Config.OnSandboxViolation
 	waitOnce sync.Once
 	code     int
 	err      error
@@ -145,15 +147,13 @@ func Start(ctx context.Context, cfg Config) (_ *Process, err error) {
 		return nil, fmt.Errorf("writing profile: %w", err)
 	}
 
+	// The monitor is attached before the command starts, so that its
+	// first denials are read. Without it the command still runs:
+	// violations are reporting, the profile is the enforcement.
 	if cfg.OnSandboxViolation != nil {
-		cmdline := strings.Join(cfg.Argv, " ")
-		on := cfg.OnSandboxViolation
-		if p.stopMon, err = Monitor(sctx, tag, func(v Violation) {
-			if !Ignored(v, cmdline, s.IgnoreViolations) {
-				on(v)
-			}
-		}); err != nil {
-			lg.Debug("violation monitor", "error", err)
+		if p.mon, err = StartMonitor(sctx, tag, cfg.OnSandboxViolation, lg); err != nil {
+			lg.Debug("violation monitor not started; Seatbelt denials are not reported", "error", err)
+			p.mon, err = nil, nil
 		}
 	}
 
@@ -219,7 +219,7 @@ func (p *Process) listen(ctx context.Context, serve func(context.Context, net.Li
 // Signal sends sig to the command.
 func (p *Process) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
 
-// Wait waits for the command, then stops the proxies and the monitor and
+// Wait waits for the command, then stops the monitor and the proxies and
 // removes the session directory. It returns the exit status (128+N when
 // killed by signal N).
 func (p *Process) Wait() (int, error) {
@@ -237,16 +237,17 @@ func (p *Process) Wait() (int, error) {
 		default:
 			p.err = err
 		}
-		// Denials are logged asynchronously; give the stream a moment.
-		if p.stopMon != nil {
-			time.Sleep(200 * time.Millisecond)
-		}
 		p.cleanup()
 	})
 	return p.code, p.err
 }
 
 func (p *Process) cleanup() {
+	// The monitor first: it waits for the stream to catch up with the
+	// command's last denials, which cancelling the session would cut.
+	if p.mon != nil {
+		p.mon.Stop()
+	}
 	if p.cancel != nil {
 		p.cancel()
 	}
@@ -254,9 +255,6 @@ func (p *Process) cleanup() {
 		p.srv.Close()
 	}
 	p.wg.Wait()
-	if p.stopMon != nil {
-		p.stopMon()
-	}
 	if p.dir != "" {
 		os.RemoveAll(p.dir)
 	}
