@@ -78,3 +78,47 @@ func TestCompileStates(t *testing.T) {
 		})
 	}
 }
+
+// TestOrigins: every rule carries the kind of rule it comes from, so that
+// backends decide on Origin, never on the Rule's text.
+func TestOrigins(t *testing.T) {
+	base, _ := filepath.EvalSymlinks(t.TempDir())
+	ws := filepath.Join(base, "ws")
+	os.MkdirAll(filepath.Join(ws, "build"), 0o755)
+	s := settings.Default()
+	s.Filesystem.AllowWrite = []settings.PathEntry{{Path: "."}}
+	s.Filesystem.DenyWrite = []settings.PathEntry{{Path: "build"}}
+	p, err := Compile(s, Env{Cwd: ws, Home: filepath.Join(base, "home")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	origin := func(list []Path, path string) Origin {
+		t.Helper()
+		for _, e := range list {
+			if e.Resolved == path {
+				return e.Origin
+			}
+		}
+		t.Fatalf("%s not in the list", path)
+		return 0
+	}
+	if o := origin(p.DenyWrite, filepath.Join(ws, "build")); o != OriginUser {
+		t.Errorf("denyWrite entry: %v", o)
+	}
+	if o := origin(p.DenyWrite, filepath.Join(ws, ".bashrc")); o != OriginMandatory {
+		t.Errorf(".bashrc: %v", o)
+	}
+	if o := origin(p.AllowWrite, ws); o != OriginUser {
+		t.Errorf("allowWrite entry: %v", o)
+	}
+	v, err := CompileView(ViewRules{Binds: []ViewBind{{Host: ws, Guest: "/w", Writable: true}}, Protected: []string{filepath.Join(ws, "build")}, Home: filepath.Join(base, "home")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := origin(v.DenyWrite, filepath.Join(ws, "build")); o != OriginProtected {
+		t.Errorf("protectedPaths entry: %v", o)
+	}
+	if o := origin(v.AllowWrite, ws); o != OriginBind {
+		t.Errorf("bind: %v", o)
+	}
+}

@@ -122,7 +122,7 @@ func newFastPaths() *fastPaths {
 	return &fastPaths{names: map[string]map[string]bool{}, resolved: map[string]string{}}
 }
 
-// path is makePath(filepath.Join(base, rel), rule).
+// path is makePath(filepath.Join(base, rel), OriginMandatory, rule).
 func (f *fastPaths) path(base, rel, rule string) Path {
 	first, _, _ := strings.Cut(rel, "/")
 	names, ok := f.names[base]
@@ -139,14 +139,14 @@ func (f *fastPaths) path(base, rel, rule string) Path {
 	gone := names != nil && !names[first]
 	lit := filepath.Join(base, rel)
 	if !gone {
-		return makePath(lit, rule)
+		return makePath(lit, OriginMandatory, rule)
 	}
 	rb, ok := f.resolved[base]
 	if !ok {
 		rb = resolveMissing(base)
 		f.resolved[base] = rb
 	}
-	return Path{Literal: lit, Rule: rule, Resolved: filepath.Join(rb, rel), literalParent: filepath.Join(rb, filepath.Dir(rel))}
+	return Path{Literal: lit, Rule: rule, Origin: OriginMandatory, Resolved: filepath.Join(rb, rel), literalParent: filepath.Join(rb, filepath.Dir(rel))}
 }
 
 // xdgBases returns the directories entry (a table path) is looked for
@@ -199,14 +199,14 @@ func homeTrustedDeny(f *fastPaths, base, entry string) (denies []Path, patterns 
 		return append(denies, p), patterns
 	}
 	for _, m := range expandGlob(pat) {
-		denies = append(denies, makePath(m, rule))
+		denies = append(denies, makePath(m, OriginMandatory, rule))
 	}
 	// A missing last part under matching parents (python3.11/ without
 	// site-packages/) is protected too, so that a placeholder stands for
 	// it when the creation-time rules are off.
 	if parent, name := filepath.Split(rel); isGlob(parent) && !isGlob(name) {
 		for _, m := range expandGlob(EscapeGlob(base) + "/" + strings.TrimSuffix(parent, "/")) {
-			p := makePath(filepath.Join(m, name), rule)
+			p := makePath(filepath.Join(m, name), OriginMandatory, rule)
 			p.IsDir = dir
 			denies = append(denies, p)
 		}
@@ -238,12 +238,12 @@ func runTrustedDenies(path, settingsFile string, near func(string) bool) []Path 
 	var denies []Path
 	for _, d := range filepath.SplitList(path) {
 		if filepath.IsAbs(d) && near(filepath.Clean(d)) {
-			denies = append(denies, makePath(filepath.Clean(d), rulePATHDir))
+			denies = append(denies, makePath(filepath.Clean(d), OriginMandatory, rulePATHDir))
 		}
 	}
 	if settingsFile != "" {
 		if abs, err := filepath.Abs(settingsFile); err == nil {
-			denies = append(denies, makePath(abs, "mandatory: the settings file"))
+			denies = append(denies, makePath(abs, OriginMandatory, "mandatory: the settings file"))
 		}
 	}
 	return denies

@@ -74,7 +74,7 @@ func (p *Policy) scanProtectedDirs(outside []Path) error {
 			full := filepath.Join(dir, e.Name())
 			switch {
 			case e.Type()&fs.ModeSymlink != 0:
-				t := makePath(full, rule+" (the target of "+full+")")
+				t := makePath(full, OriginMandatory, rule+" (the target of "+full+")")
 				if t.uncheckable != nil {
 					return fmt.Errorf("%s: %w", rule, t.uncheckable)
 				}
@@ -86,7 +86,7 @@ func (p *Policy) scanProtectedDirs(outside []Path) error {
 					if l == full {
 						continue // in the protected directory: read-only
 					}
-					if lp := makePath(l, rule+" (a link on the way from "+full+")"); p.creatable(lp.literalParent) && !seen[l] {
+					if lp := makePath(l, OriginMandatory, rule+" (a link on the way from "+full+")"); p.creatable(lp.literalParent) && !seen[l] {
 						seen[l] = true
 						targets = append(targets, lp)
 					}
@@ -96,7 +96,7 @@ func (p *Policy) scanProtectedDirs(outside []Path) error {
 					if v := venvOf(t.Resolved, p); v != "" {
 						// A virtualenv's entry point (pipx, uv tool): its
 						// interpreter and modules run too.
-						t = makePath(v, rule+" (the virtualenv of "+full+")")
+						t = makePath(v, OriginMandatory, rule+" (the virtualenv of "+full+")")
 						seen[v] = true
 					}
 					t.Literal = t.Resolved // the link itself is in the protected directory
@@ -128,7 +128,7 @@ func (p *Policy) scanProtectedDirs(outside []Path) error {
 			if seen[l] || l == d.Literal && !p.creatable(filepath.Dir(l)) {
 				continue
 			}
-			if lp := makePath(l, d.Rule+" (a link on the way)"); p.creatable(lp.literalParent) {
+			if lp := makePath(l, d.Origin, d.Rule+" (a link on the way)"); p.creatable(lp.literalParent) {
 				seen[l] = true
 				targets = append(targets, lp)
 			}

@@ -134,10 +134,10 @@ type walker struct {
 func gitRefDenies(refs gitRefs) []Path {
 	var out []Path
 	for _, f := range refs.includes {
-		out = append(out, makePath(f, "mandatory: a file git configuration includes"))
+		out = append(out, makePath(f, OriginMandatory, "mandatory: a file git configuration includes"))
 	}
 	for _, d := range refs.templates {
-		p := makePath(d, "mandatory: init.templateDir")
+		p := makePath(d, OriginMandatory, "mandatory: init.templateDir")
 		p.IsDir = true
 		out = append(out, p)
 	}
@@ -146,13 +146,13 @@ func gitRefDenies(refs gitRefs) []Path {
 
 // hooksPathDeny protects a core.hooksPath directory d, present or not.
 func hooksPathDeny(d string) Path {
-	p := makePath(d, "mandatory: core.hooksPath")
+	p := makePath(d, OriginMandatory, "mandatory: core.hooksPath")
 	p.IsDir = true
 	return p
 }
 
 func (w *walker) add(path, name string) {
-	w.out = append(w.out, makePath(path, "mandatory: "+name))
+	w.out = append(w.out, makePath(path, OriginMandatory, "mandatory: "+name))
 }
 
 // addIn is add for rel (one of the names, possibly nested) in directory
@@ -167,7 +167,7 @@ func (w *walker) addIn(dir string, names map[string]os.DirEntry, rel string) {
 		return
 	}
 	lit := filepath.Join(dir, rel)
-	w.out = append(w.out, Path{Literal: lit, Resolved: lit, Rule: "mandatory: " + rel, literalParent: filepath.Dir(lit)})
+	w.out = append(w.out, Path{Literal: lit, Resolved: lit, Rule: "mandatory: " + rel, Origin: OriginMandatory, literalParent: filepath.Dir(lit)})
 }
 
 func (w *walker) dir(dir string, level int) {
@@ -182,7 +182,7 @@ func (w *walker) dir(dir string, level int) {
 			}
 			// Another user's: we cannot see what is in it, so nothing
 			// in it may change.
-			w.out = append(w.out, makePath(dir, "mandatory: unreadable directory"))
+			w.out = append(w.out, makePath(dir, OriginMandatory, "mandatory: unreadable directory"))
 			return
 		}
 		// A write root srt cannot list (an earlier run's chmod 0300 .)

@@ -56,8 +56,11 @@ type Path struct {
 	// Kind is what Resolved was at compile time.
 	Kind Kind
 	// Rule names the rule this path comes from, for messages and violations,
-	// e.g. "filesystem.denyWrite[1]" or "mandatory: .bashrc".
+	// e.g. "filesystem.denyWrite[1]" or "mandatory: .bashrc". It is for
+	// people: decisions use Origin.
 	Rule string
+	// Origin is the kind of rule the path comes from.
+	Origin Origin
 
 	// IsDir says the rule protects a directory (with everything in it)
 	// even while nothing exists at Resolved: a placeholder standing for it
@@ -146,6 +149,30 @@ type Policy struct {
 	Notes []string
 }
 
+// Origin is the kind of rule a Path comes from.
+type Origin int
+
+const (
+	// OriginUser is a settings entry (filesystem.allowWrite[0], …).
+	OriginUser Origin = iota
+	// OriginMandatory is a write-deny (or read-deny) srt always adds:
+	// the mandatory names of seed 003, the files host programs trust
+	// (hosttrusted.go), git's redirections, srtd's token.
+	OriginMandatory
+	// OriginDefault is one of the reference's always-writable paths
+	// (/tmp/claude, ~/.npm/_logs, ~/.claude/debug).
+	OriginDefault
+	// OriginProtected is a srtd session's protectedPaths entry.
+	OriginProtected
+	// OriginBind is a srtd session's bind or runner state directory.
+	OriginBind
+)
+
+// String names the origin for debug output.
+func (o Origin) String() string {
+	return [...]string{"user", "mandatory", "default", "protected", "bind"}[o]
+}
+
 // Env is what Compile needs to know about the caller's process.
 type Env struct {
 	// Cwd is the working directory relative paths are resolved against.
@@ -200,7 +227,7 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 	fs := &s.Filesystem
 	p.DenyRead = r.entries("filesystem.denyRead", fs.DenyRead, true)
 	for _, d := range hostSecrets(env.Home) {
-		p.DenyRead = append(p.DenyRead, makePath(d, "mandatory: srtd's token"))
+		p.DenyRead = append(p.DenyRead, makePath(d, OriginMandatory, "mandatory: srtd's token"))
 	}
 	p.AllowRead = r.entries("filesystem.allowRead", fs.AllowRead, false)
 	p.DenyWrite = r.entries("filesystem.denyWrite", fs.DenyWrite, true)
@@ -213,8 +240,11 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 		return nil, err
 	}
 	p.guard = guard
-	for _, l := range []*[]Path{&p.DenyRead, &p.AllowRead, &p.DenyWrite} {
-		if *l, err = r.guardRules(guard, *l); err != nil {
+	for _, l := range []struct {
+		list *[]Path
+		kind listKind
+	}{{&p.DenyRead, denyReadList}, {&p.AllowRead, allowReadList}, {&p.DenyWrite, denyWriteList}} {
+		if *l.list, err = r.guardRules(guard, *l.list, l.kind); err != nil {
 			return nil, err
 		}
 	}
@@ -229,7 +259,7 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 	}
 	// A default write path is writable only where it is readable.
 	p.AllowWrite = slices.DeleteFunc(p.AllowWrite, func(w Path) bool {
-		return w.Rule == ruleDefaultWrite && !p.Readable(w.Resolved)
+		return w.Origin == OriginDefault && !p.Readable(w.Resolved)
 	})
 	p.DenyReadGlobs = r.globs("filesystem.denyRead", fs.DenyRead)
 	p.AllowReadGlobs = r.globs("filesystem.allowRead", fs.AllowRead)
@@ -251,7 +281,7 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 	}
 	for _, w := range p.AllowWrite {
 		if w.Kind == Dir {
-			roots = append(roots, walkRoot{w.Resolved, strings.HasPrefix(w.Rule, "filesystem.")})
+			roots = append(roots, walkRoot{w.Resolved, w.Origin == OriginUser})
 		}
 	}
 	var global gitRefs

@@ -98,12 +98,12 @@ func (r *resolver) entries(key string, list []settings.PathEntry, deny bool) []P
 		rule := fmt.Sprintf("%s[%d]", key, i)
 		path := r.abs(e.Path)
 		if e.Literal || !isGlob(e.Path) {
-			out = append(out, makePath(path, rule))
+			out = append(out, makePath(path, OriginUser, rule))
 			continue
 		}
 		// "dir/**" means the directory itself.
 		if base, ok := strings.CutSuffix(path, "/**"); ok && !isGlob(base) {
-			out = append(out, makePath(base, rule))
+			out = append(out, makePath(base, OriginUser, rule))
 			continue
 		}
 		if !doublestar.ValidatePattern(path) {
@@ -116,7 +116,7 @@ func (r *resolver) entries(key string, list []settings.PathEntry, deny bool) []P
 		if deny {
 			matches = expandGlobFollow(r.globAbs(e.Path), func(dir string, err error) {
 				if u := unlistable(dir, err); u != nil {
-					r.unlisted = append(r.unlisted, Path{Literal: dir, Resolved: resolveMissing(dir), Rule: rule, uncheckable: u})
+					r.unlisted = append(r.unlisted, Path{Literal: dir, Resolved: resolveMissing(dir), Rule: rule, Origin: OriginUser, uncheckable: u})
 				}
 			})
 		} else {
@@ -126,7 +126,7 @@ func (r *resolver) entries(key string, list []settings.PathEntry, deny bool) []P
 			r.p.Notes = append(r.p.Notes, fmt.Sprintf("%s: %q matches nothing now", rule, e.Path))
 		}
 		for _, m := range matches {
-			mp := makePath(m, rule)
+			mp := makePath(m, OriginUser, rule)
 			mp.globMatch = true
 			out = append(out, mp)
 		}
@@ -263,9 +263,10 @@ func mayMatchBelow(segs, dir []string) bool {
 	return len(segs) > len(dir)
 }
 
-// makePath builds a Path for an absolute, clean path.
-func makePath(lit, rule string) Path {
-	p := Path{Literal: lit, Rule: rule, literalParent: resolveMissing(filepath.Dir(lit))}
+// makePath builds a Path for an absolute, clean path, from a rule of
+// origin o.
+func makePath(lit string, o Origin, rule string) Path {
+	p := Path{Literal: lit, Rule: rule, Origin: o, literalParent: resolveMissing(filepath.Dir(lit))}
 	fi, err := os.Lstat(lit)
 	if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 		p.symlink = true

@@ -206,7 +206,7 @@ func defaultWritePaths(home string) []string {
 func (r *resolver) guardWrites(explicit []Path) (*linkGuard, error) {
 	cands := explicit
 	for _, d := range defaultWritePaths(r.home) {
-		cands = append(cands, makePath(d, ruleDefaultWrite))
+		cands = append(cands, makePath(d, OriginDefault, ruleDefaultWrite))
 	}
 	g := &linkGuard{euid: euid()}
 	for _, c := range cands {
@@ -214,7 +214,7 @@ func (r *resolver) guardWrites(explicit []Path) (*linkGuard, error) {
 	}
 	var reached []string
 	for _, c := range cands {
-		if c.Rule == ruleDefaultWrite && g.ownDirectory(c.Literal) != "" {
+		if c.Origin == OriginDefault && g.ownDirectory(c.Literal) != "" {
 			continue
 		}
 		if res, err := g.resolve(c.Literal); err == nil {
@@ -227,7 +227,7 @@ func (r *resolver) guardWrites(explicit []Path) (*linkGuard, error) {
 		res, err := g.resolve(c.Literal)
 		var le *linkError
 		switch {
-		case c.Rule == ruleDefaultWrite:
+		case c.Origin == OriginDefault:
 			if why := g.ownDirectory(c.Literal); why != "" {
 				if c.Kind != Missing {
 					r.p.Notes = append(r.p.Notes, fmt.Sprintf("%s %s left out: %s", c.Rule, c.Literal, why))
@@ -256,7 +256,7 @@ func (r *resolver) guardWrites(explicit []Path) (*linkGuard, error) {
 // target is denied at every spelling); an allowRead glob's match crossing
 // such a link is left out, so that a planted link cannot re-open a denied
 // path.
-func (r *resolver) guardRules(g *linkGuard, list []Path) ([]Path, error) {
+func (r *resolver) guardRules(g *linkGuard, list []Path, kind listKind) ([]Path, error) {
 	out := list[:0]
 	for _, e := range list {
 		res, err := g.resolve(e.Literal)
@@ -266,11 +266,11 @@ func (r *resolver) guardRules(g *linkGuard, list []Path) ([]Path, error) {
 			if !e.globMatch {
 				e = e.at(res)
 			}
-		case e.globMatch && !strings.HasPrefix(e.Rule, "filesystem.allowRead"):
+		case e.globMatch && kind != allowReadList:
 		case e.globMatch && errors.As(err, &le):
 			r.p.Notes = append(r.p.Notes, fmt.Sprintf("%s: match %s left out: %v", e.Rule, e.Literal, err))
 			continue
-		case errors.As(err, &le) && le.Final && strings.HasPrefix(e.Rule, "filesystem.denyWrite"):
+		case errors.As(err, &le) && le.Final && kind == denyWriteList && e.Origin == OriginUser:
 			// A write-denied link itself (a dotfiles ~/.bashrc): its
 			// target is protected, and the link is one of
 			// Policy.LinkedDenies, which the backend protects or refuses.
@@ -283,6 +283,15 @@ func (r *resolver) guardRules(g *linkGuard, list []Path) ([]Path, error) {
 	}
 	return out, nil
 }
+
+// listKind says which settings list guardRules judges.
+type listKind int
+
+const (
+	denyReadList listKind = iota
+	allowReadList
+	denyWriteList
+)
 
 // at returns p resolved to res (a resolution of p.Literal), with Kind
 // taken from what is there now.

@@ -186,7 +186,20 @@ func CompileView(r ViewRules) (*Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.AllowWrite = slices.DeleteFunc(p.AllowWrite, func(w Path) bool { return w.Rule == ruleDefaultWrite })
+	p.AllowWrite = slices.DeleteFunc(p.AllowWrite, func(w Path) bool { return w.Origin == OriginDefault })
+	// The settings above hold only the session's own lists: its write
+	// roots are binds and runner state directories, its write-denies
+	// protectedPaths.
+	for i := range p.AllowWrite {
+		if p.AllowWrite[i].Origin == OriginUser {
+			p.AllowWrite[i].Origin = OriginBind
+		}
+	}
+	for i := range p.DenyWrite {
+		if p.DenyWrite[i].Origin == OriginUser {
+			p.DenyWrite[i].Origin = OriginProtected
+		}
+	}
 	v := &View{System: r.System}
 	if v.System == nil {
 		v.System = SystemDirs(DefaultSystemDirs)
@@ -196,7 +209,7 @@ func CompileView(r ViewRules) (*Policy, error) {
 		if g == "" {
 			g = b.Host
 		}
-		h, err := p.guarded(makePath(filepath.Clean(b.Host), fmt.Sprintf("bindMounts[%d]", i)))
+		h, err := p.guarded(makePath(filepath.Clean(b.Host), OriginBind, fmt.Sprintf("bindMounts[%d]", i)))
 		if err != nil {
 			return nil, err
 		}
@@ -206,7 +219,7 @@ func CompileView(r ViewRules) (*Policy, error) {
 		v.Mounts = append(v.Mounts, ViewMount{Host: h, Guest: filepath.Clean(g)})
 	}
 	for i, w := range r.Writable {
-		h, err := p.guarded(makePath(filepath.Clean(w), fmt.Sprintf("runnerStateDirs[%d]", i)))
+		h, err := p.guarded(makePath(filepath.Clean(w), OriginBind, fmt.Sprintf("runnerStateDirs[%d]", i)))
 		if err != nil {
 			return nil, err
 		}

@@ -358,7 +358,7 @@ func microvmShares(spec Spec, p *policy.Policy) (shares []microvm.Share, protect
 					if sh == nil || sh.ReadOnly {
 						continue
 					}
-					if strings.HasPrefix(d.Rule, "mandatory") {
+					if d.Origin == policy.OriginMandatory {
 						// Native pins these with a placeholder file; the
 						// guest cannot yet. Reported, never silent.
 						if u := g + " (" + d.Rule + ")"; !slices.Contains(unprot, u) {
