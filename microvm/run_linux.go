@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/srt-go/srt/policy"
 	"os"
 	"os/signal"
 	"syscall"
@@ -28,12 +29,7 @@ func RunCommand(ctx context.Context, rc RunConfig, argv []string, stdio Stdio) (
 	if s == nil {
 		s = settings.Default()
 	}
-	pol, err := netrule.Compile(netrule.Rules{
-		Allowed:             s.Network.AllowedDomains,
-		Denied:              s.Network.DeniedDomains,
-		DeniedReasons:       s.Network.DeniedDomainReasons,
-		AllowlistDenyReason: s.Network.AllowlistDenyReason,
-	})
+	pol, err := netrule.Compile(policy.NetworkRules(s.Network))
 	if err != nil {
 		return 0, fmt.Errorf("network rules: %w", err)
 	}

@@ -40,6 +40,9 @@ var guardedClasses = []addrClass{
 const (
 	ReasonResolvedMetadata = "resolved to a cloud metadata address"
 	ReasonResolvedLocal    = "resolved to an address of this host"
+	// ReasonResolvedDenied is the reason for an address in
+	// network.deniedResolvedAddresses.
+	ReasonResolvedDenied = "resolved to an address network.deniedResolvedAddresses denies"
 )
 
 // candidates returns ip (IPv4-mapped unmapped) and every IPv4 address an
@@ -103,7 +106,8 @@ func ClassifyAddr(ip netip.Addr) string {
 //
 //  1. A cloud metadata address is refused, whatever the lists say.
 //  2. An address matching a deniedDomains IP literal is refused with that
-//     entry's reason.
+//     entry's reason, and one in deniedResolvedAddresses with
+//     ReasonResolvedDenied.
 //  3. An address in a guarded class (ClassifyAddr) or local to this host
 //     is refused ("resolved to a loopback address", ...) unless an
 //     allowedDomains IP literal covers it and port, or the class is
@@ -133,6 +137,14 @@ func (p *Policy) CheckResolved(host string, port int, ip netip.Addr, isLocal fun
 			for _, a := range cands {
 				if pat.Match(a.String(), a, port) {
 					d.Rule, d.Reason = pat.Raw, p.denyReason(pat)
+					return d
+				}
+			}
+		}
+		for _, pfx := range p.deniedAddrs {
+			for _, a := range cands {
+				if pfx.Contains(a) {
+					d.Rule, d.Reason = pfx.String(), ReasonResolvedDenied
 					return d
 				}
 			}

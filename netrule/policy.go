@@ -27,6 +27,10 @@ type Rules struct {
 	DeniedReasons map[string]string
 	// AllowlistDenyReason replaces ReasonNotAllowed when not empty.
 	AllowlistDenyReason string
+	// DeniedAddresses is network.deniedResolvedAddresses: IP addresses
+	// and CIDR prefixes a host name must not resolve to (CheckResolved),
+	// whatever the lists allow.
+	DeniedAddresses []string
 }
 
 // EntryError names a bad entry of a list. It wraps the *PatternError.
@@ -51,6 +55,8 @@ type Policy struct {
 	deny    []Pattern
 	reasons map[string]string
 	notOn   string
+	// deniedAddrs are Rules.DeniedAddresses, parsed.
+	deniedAddrs []netip.Prefix
 }
 
 // Compile parses every entry of r. All bad entries are reported together,
@@ -77,6 +83,17 @@ func Compile(r Rules) (*Policy, error) {
 			continue
 		}
 		p.deny = append(p.deny, pat)
+	}
+	for i, a := range r.DeniedAddresses {
+		pfx, err := netip.ParsePrefix(a)
+		if ip, aerr := netip.ParseAddr(a); aerr == nil {
+			pfx, err = ip.Unmap().Prefix(ip.Unmap().BitLen())
+		}
+		if err != nil {
+			errs = append(errs, &EntryError{List: "deniedResolvedAddresses", Index: i, Err: err})
+			continue
+		}
+		p.deniedAddrs = append(p.deniedAddrs, pfx.Masked())
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)

@@ -92,9 +92,10 @@ func TestCheckResolved(t *testing.T) {
 	local := netip.MustParseAddr("192.0.2.7") // pretend interface address
 	isLocal := func(a netip.Addr) bool { return a == local }
 	p := MustCompile(Rules{
-		Allowed:       []string{"allowed.test", "local.test", "localhost", "dev.localhost", "10.9.9.9:443", "*.corp.test"},
-		Denied:        []string{"203.0.113.66"},
-		DeniedReasons: map[string]string{"203.0.113.66": "known sinkhole"},
+		Allowed:         []string{"allowed.test", "local.test", "localhost", "dev.localhost", "10.9.9.9:443", "10.8.8.8:443", "*.corp.test"},
+		Denied:          []string{"203.0.113.66"},
+		DeniedReasons:   map[string]string{"203.0.113.66": "known sinkhole"},
+		DeniedAddresses: []string{"198.51.100.0/24", "2001:db8::/32", "10.8.8.8"},
 	})
 	tests := []struct {
 		name, host, ip string
@@ -118,7 +119,12 @@ func TestCheckResolved(t *testing.T) {
 		{"multicast", "allowed.test", "224.0.0.1", 443, false, "resolved to a multicast address"},
 		{"host-interface", "allowed.test", "192.0.2.7", 443, false, ReasonResolvedLocal},
 		{"deny-literal", "allowed.test", "203.0.113.66", 443, false, "known sinkhole"},
+		{"denied-resolved-v4", "allowed.test", "198.51.100.20", 443, false, ReasonResolvedDenied},
+		{"denied-resolved-mapped", "allowed.test", "::ffff:198.51.100.20", 443, false, ReasonResolvedDenied},
+		{"denied-resolved-v6", "allowed.test", "2001:db8::5", 443, false, ReasonResolvedDenied},
+		{"denied-resolved-wins-over-allowed-literal", "local.test", "10.8.8.8", 443, false, ReasonResolvedDenied},
 		{"allowed-literal-exempts", "local.test", "10.9.9.9", 443, true, ""},
+		{"denied-resolved-other-public", "allowed.test", "198.51.101.1", 443, true, ""},
 		{"allowed-literal-port-only", "local.test", "10.9.9.9", 80, false, "resolved to a private address"},
 		{"localhost-loopback", "localhost", "127.0.0.1", 80, true, ""},
 		{"localhost-sub-loopback", "dev.localhost", "::1", 80, true, ""},

@@ -106,9 +106,17 @@ type Policy struct {
 	// rules alike. A DenyWrite always wins over AllowWrite.
 	DenyWrite []Path
 
-	// Settings is the validated settings the policy was compiled from; the
-	// network and process rules are read from it directly.
-	Settings *settings.Settings
+	// Network is the network half of the policy, compiled once.
+	Network Network
+	// Process are the rules about processes (nested user namespaces,
+	// pseudo-terminals, Mach services).
+	Process Process
+	// NamesAtCreation is filesystem.enforceNamesAtCreation: whether the
+	// backend refuses protected names when they are created (true when
+	// the key is absent); NamesAtCreationSet says the key was given, so
+	// that a host that cannot must refuse the run rather than go on
+	// without (sandbox/linux CreationRules).
+	NamesAtCreation, NamesAtCreationSet bool
 
 	// DenyReadGlobs, AllowReadGlobs, AllowWriteGlobs and DenyWriteGlobs
 	// are the glob entries of the settings lists as written (made
@@ -219,7 +227,11 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("working directory %s: %w", env.Cwd, err)
 	}
-	p := &Policy{Cwd: cwd, Home: env.Home, Settings: s, FilesystemDisabled: s.Filesystem.Disabled}
+	p := &Policy{Cwd: cwd, Home: env.Home, FilesystemDisabled: s.Filesystem.Disabled, Process: ProcessOf(s)}
+	if p.Network, err = NetworkOf(s); err != nil {
+		return nil, err
+	}
+	p.NamesAtCreation, p.NamesAtCreationSet = s.Filesystem.NamesAtCreation()
 	if p.FilesystemDisabled {
 		return p, nil
 	}

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"github.com/srt-go/srt/netrule"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -151,6 +152,9 @@ type ViewRules struct {
 	System []string
 	// Home is what "~" means in a rule; empty means os.UserHomeDir.
 	Home string
+	// Network are the session's egress rules; the zero value allows no
+	// host.
+	Network netrule.Rules
 }
 
 // CompileView builds the Policy of a confined sandbox: the View holds
@@ -185,6 +189,9 @@ func CompileView(r ViewRules) (*Policy, error) {
 	p, err := Compile(s, Env{Cwd: "/", Home: r.Home})
 	if err != nil {
 		return nil, err
+	}
+	if p.Network.Rules, err = netrule.Compile(r.Network); err != nil {
+		return nil, fmt.Errorf("egress rules: %w", err)
 	}
 	p.AllowWrite = slices.DeleteFunc(p.AllowWrite, func(w Path) bool { return w.Origin == OriginDefault })
 	// The settings above hold only the session's own lists: its write

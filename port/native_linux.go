@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/srt-go/srt/netrule"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/srt-go/srt/policy"
 	"github.com/srt-go/srt/proxy"
 	"github.com/srt-go/srt/sandbox/linux"
+	"github.com/srt-go/srt/violation"
 )
 
 // nativeEnforcesNameGlobs says whether the native Linux backend can refuse
@@ -36,14 +38,11 @@ const StartTimeout = 30 * time.Second
 // session's own proxy pair is its only egress.
 func launchNative(ctx context.Context, rt *Runtime, s *session) (runner, error) {
 	spec := s.spec
-	p, err := sessionView(rt, spec, nativeEnforcesNameGlobs(), "this kernel cannot run srt's creation-time name rules")
+	egress := EgressRules(rt.baseline, spec.NetworkEnabled, spec.EgressAllowlist)
+	p, err := sessionView(rt, spec, egress, nativeEnforcesNameGlobs(), "this kernel cannot run srt's creation-time name rules")
 	if err != nil {
 		return nil, err
 	}
-	rules := EgressRules(rt.baseline, spec.NetworkEnabled, spec.EgressAllowlist)
-	p.Settings.Network.AllowedDomains = rules.Allowed
-	p.Settings.Network.DeniedDomains = rules.Denied
-	p.Settings.Network.AllowlistDenyReason = rules.AllowlistDenyReason
 	bwrap, err := linux.FindBwrap(rt.opts.BwrapPath)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBackendUnavailable, err)
@@ -67,6 +66,14 @@ func launchNative(ctx context.Context, rt *Runtime, s *session) (runner, error) 
 		OnViolation: func(v proxy.Violation) {
 			s.ReportViolation(Violation{Action: v.Action, Target: v.Target, Raw: fmt.Sprintf("%s %s refused: %s", v.Protocol, v.Target, v.Reason)})
 		},
+		// Filesystem and system-call refusals too (seed 000, "Événements du
+		// bac à sable"): an agent server shows every refusal on the exec's
+		// stream, so the observation's round trip per write-intent call is
+		// paid (BENCHMARKS.md, "Violations").
+		OnSandboxViolation: func(v violation.Violation) {
+			s.ReportViolation(Violation{Action: v.Action, Target: v.Target, Raw: v.Line()})
+		},
+		ObserveFilesystem: true,
 	})
 	if err != nil {
 		if d := linux.Diagnose(); d != "" {
@@ -85,15 +92,16 @@ func launchNative(ctx context.Context, rt *Runtime, s *session) (runner, error) 
 }
 
 // sessionView is the launch policy of a session on either Linux backend
-// (native and microvm enforce the same one): the binds at their guest
-// paths, writable in chat mode unless readOnly, read-only in the other
-// modes; runnerStateDirs writable in every mode; protectedPaths and the
+// (native and microvm enforce the same one), with egress as its network
+// rules (the microvm's proxies take theirs from microvm.Config instead):
+// the binds at their guest paths, writable in chat mode unless readOnly,
+// read-only in the other modes; runnerStateDirs writable in every mode; protectedPaths and the
 // mandatory write-denies never writable. enforcesNameGlobs says whether
 // the backend can refuse a file-name glob write-deny (.env, *.key, *.pem)
 // when the file is created; when it cannot (why says so), a launch with
 // any writable path fails closed while the launch policy holds such
 // denies (Options.NameGlobWriteDenies): never a silently weaker policy.
-func sessionView(rt *Runtime, spec Spec, enforcesNameGlobs bool, why string) (*policy.Policy, error) {
+func sessionView(rt *Runtime, spec Spec, egress netrule.Rules, enforcesNameGlobs bool, why string) (*policy.Policy, error) {
 	ro := ReadOnlyMode(spec.Mode)
 	var writable []string
 	binds := make([]policy.ViewBind, len(spec.BindMounts))
@@ -114,7 +122,7 @@ func sessionView(rt *Runtime, spec Spec, enforcesNameGlobs bool, why string) (*p
 	if err := checkGuests(spec, ro); err != nil {
 		return nil, err
 	}
-	p, err := policy.CompileView(policy.ViewRules{Binds: binds, Protected: spec.ProtectedPaths, Writable: spec.RunnerStateDirs})
+	p, err := policy.CompileView(policy.ViewRules{Binds: binds, Protected: spec.ProtectedPaths, Writable: spec.RunnerStateDirs, Network: egress})
 	if err != nil {
 		return nil, fmt.Errorf("launch policy: %w", err)
 	}

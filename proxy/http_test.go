@@ -209,6 +209,24 @@ func TestResolvedAddressGuard(t *testing.T) {
 	if resps[0].StatusCode != 200 {
 		t.Errorf("with literal allowed: %s", resps[0].Status)
 	}
+
+	// network.deniedResolvedAddresses wins over the allowed literal, on
+	// every protocol.
+	e.srv.SetPolicy(netrule.MustCompile(netrule.Rules{Allowed: []string{"allowed.test", "127.0.0.1:" + port}, DeniedAddresses: []string{"127.0.0.0/8"}}))
+	resps = rawRequest(t, e.httpAddr, "GET http://allowed.test:"+port+"/ HTTP/1.1\r\n\r\n", 1)
+	if r := resps[0]; r.StatusCode != 403 || body(r) != "Connection to allowed.test blocked: "+netrule.ReasonResolvedDenied+"\n" {
+		t.Errorf("deniedResolvedAddresses, plain: %s %q", r.Status, body(r))
+	}
+	resps = rawRequest(t, e.httpAddr, "CONNECT allowed.test:"+port+" HTTP/1.1\r\n\r\n", 1)
+	if resps[0].StatusCode != 403 {
+		t.Errorf("deniedResolvedAddresses, CONNECT: %s", resps[0].Status)
+	}
+	if rep := socksConnect(t, e.socksAddr, "allowed.test", port); rep != RepNotAllowed {
+		t.Errorf("deniedResolvedAddresses, SOCKS5 REP=%d, want 2", rep)
+	}
+	if hits.get() != 1 {
+		t.Fatalf("origin reached %d times, want 1", hits.get())
+	}
 }
 
 func TestSetPolicyLive(t *testing.T) {

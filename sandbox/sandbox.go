@@ -283,19 +283,14 @@ func (c *Cmd) Signal(sig os.Signal) error {
 
 // UpdateNetwork replaces the network lists of the running command
 // (allowedDomains, deniedDomains, deniedDomainReasons,
-// allowlistDenyReason): connections and plain-HTTP requests that start
+// allowlistDenyReason, deniedResolvedAddresses): connections and plain-HTTP requests that start
 // after it returns are judged by them; open tunnels are not re-judged.
 // The other network settings (proxy ports, unix sockets) are fixed at
 // Start. This is what --control-fd delivers (srt-notes §2.5). It returns
 // an error, and changes nothing, when the lists do not compile, when the
 // command is not started, or when the backend cannot change them.
 func (c *Cmd) UpdateNetwork(n settings.Network) error {
-	pol, err := netrule.Compile(netrule.Rules{
-		Allowed:             n.AllowedDomains,
-		Denied:              n.DeniedDomains,
-		DeniedReasons:       n.DeniedDomainReasons,
-		AllowlistDenyReason: n.AllowlistDenyReason,
-	})
+	pol, err := netrule.Compile(policy.NetworkRules(n))
 	if err != nil {
 		return err
 	}

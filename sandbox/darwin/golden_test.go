@@ -25,7 +25,7 @@ func path(lit, res, rule string) policy.Path {
 func goldenPolicy(s *settings.Settings) *policy.Policy {
 	proj := "/Users/me/proj"
 	p := &policy.Policy{
-		Cwd: proj, Home: "/Users/me", Settings: s,
+		Cwd: proj, Home: "/Users/me", Process: policy.ProcessOf(s),
 		DenyRead:   []policy.Path{path("/Users/me/.ssh", "/Users/me/.ssh", "filesystem.denyRead[0]")},
 		AllowWrite: []policy.Path{path(proj, proj, "filesystem.allowWrite[0]")},
 		DenyWrite: []policy.Path{
@@ -35,6 +35,10 @@ func goldenPolicy(s *settings.Settings) *policy.Policy {
 			path(proj+"/sub/.vscode", proj+"/sub/.vscode", "mandatory: .vscode"),
 		},
 		MandatoryPatterns: policy.MandatoryGlobs(s.Filesystem.AllowGitConfig),
+	}
+	var err error
+	if p.Network, err = policy.NetworkOf(s); err != nil {
+		panic(err)
 	}
 	return p
 }
@@ -72,7 +76,7 @@ func goldenCases() map[string]func() (string, error) {
 		"disabled": func() (string, error) {
 			s := settings.Default()
 			s.Filesystem.Disabled = true
-			return Profile(opts(&policy.Policy{Settings: s, FilesystemDisabled: true}))
+			return Profile(opts(&policy.Policy{Process: policy.ProcessOf(s), FilesystemDisabled: true}))
 		},
 		"agent": func() (string, error) {
 			return AgentProfile(Spec{

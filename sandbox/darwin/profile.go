@@ -22,7 +22,6 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 	"github.com/srt-go/srt/policy"
-	"github.com/srt-go/srt/settings"
 )
 
 // Options are what Profile needs besides the policy.
@@ -88,10 +87,7 @@ func Profile(o Options) (string, error) {
 	if !tagPattern.MatchString(o.Tag) {
 		return "", fmt.Errorf("darwin: bad log tag %q", o.Tag)
 	}
-	s := p.Settings
-	if s == nil {
-		s = settings.Default()
-	}
+	nw, proc := p.Network, p.Process
 	w := &writer{tag: o.Tag}
 	w.line("(version 1)")
 	w.rule(false, "default", nil, false)
@@ -106,17 +102,17 @@ func Profile(o Options) (string, error) {
 
 	w.comment("Mach services: a fixed list; trustd, Apple Events and allowMachLookup only when set.")
 	services := append([]string{}, machServices...)
-	if s.EnableWeakerNetworkIsolation {
+	if proc.EnableWeakerNetworkIsolation {
 		services = append(services, trustdService)
 	}
-	if s.AllowAppleEvents {
+	if proc.AllowAppleEvents {
 		services = append(services, appleEventServices...)
 	}
 	var mach []string
 	for _, n := range services {
 		mach = append(mach, w.f("global-name", n))
 	}
-	for _, n := range s.Network.AllowMachLookup {
+	for _, n := range nw.AllowMachLookup {
 		base, wild := strings.CutSuffix(n, "*")
 		if base == "" || strings.Contains(base, "*") {
 			return "", fmt.Errorf("darwin: network.allowMachLookup %q: only one trailing * is allowed", n)
@@ -128,7 +124,7 @@ func Profile(o Options) (string, error) {
 		}
 	}
 	w.rule(true, "mach-lookup", mach, true)
-	if s.AllowAppleEvents {
+	if proc.AllowAppleEvents {
 		w.line("(allow appleevent-send)")
 		w.line("(allow lsopen)")
 	}
@@ -157,7 +153,7 @@ func Profile(o Options) (string, error) {
 
 	w.comment("Network: only the session's proxies on the loopback.")
 	w.rule(true, "network-outbound", proxyFilters(o.HTTPProxyPort, o.SOCKSProxyPort), true)
-	if s.Network.AllowLocalBinding {
+	if nw.AllowLocalBinding {
 		// Loopback only: a listener on every interface would let a host
 		// on the LAN connect in and receive data, a way out around the
 		// proxies. The reference allows "*:*" here.
@@ -166,14 +162,14 @@ func Profile(o Options) (string, error) {
 		w.line(`(allow network-outbound (remote ip "localhost:*"))`)
 	}
 	switch {
-	case s.Network.AllowAllUnixSockets:
+	case nw.AllowAllUnixSockets:
 		w.line("(allow system-socket (socket-domain AF_UNIX))")
 		w.line(`(allow network-bind (local unix-socket (path-regex "^/")))`)
 		w.line(`(allow network-outbound (remote unix-socket (path-regex "^/")))`)
-	case len(s.Network.AllowUnixSockets) > 0:
+	case len(nw.AllowUnixSockets) > 0:
 		w.line("(allow system-socket (socket-domain AF_UNIX))")
 		var local, remote []string
-		for _, sock := range s.Network.AllowUnixSockets {
+		for _, sock := range nw.AllowUnixSockets {
 			for _, sp := range hostSpellings(sock) {
 				f := w.f("subpath", sp)
 				local = append(local, "(local unix-socket "+f+")")
@@ -183,7 +179,7 @@ func Profile(o Options) (string, error) {
 		w.rule(true, "network-bind", local, true)
 		w.rule(true, "network-outbound", remote, true)
 	}
-	if s.AllowPty {
+	if proc.AllowPty {
 		w.comment("allowPty: a pseudo-terminal of the command's own.")
 		w.line("(allow pseudo-tty)")
 		pty := []string{w.f("literal", ptyMaster), w.f("regex", ptySlaveRegex)}

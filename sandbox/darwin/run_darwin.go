@@ -15,7 +15,6 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/srt-go/srt/netrule"
 	"github.com/srt-go/srt/policy"
 	"github.com/srt-go/srt/proxy"
 	"github.com/srt-go/srt/violation"
@@ -87,7 +86,7 @@ func Start(ctx context.Context, cfg Config) (_ *Process, err error) {
 	if cfg.Policy == nil || len(cfg.Argv) == 0 {
 		return nil, errors.New("no policy or no command")
 	}
-	s := cfg.Policy.Settings
+	nw := cfg.Policy.Network
 	p := &Process{}
 	defer func() {
 		if err != nil {
@@ -104,21 +103,12 @@ func Start(ctx context.Context, cfg Config) (_ *Process, err error) {
 
 	// The proxies. A user-run proxy (httpProxyPort/socksProxyPort) on the
 	// loopback is used as it is: the profile allows its port instead.
-	pol, err := netrule.Compile(netrule.Rules{
-		Allowed:             s.Network.AllowedDomains,
-		Denied:              s.Network.DeniedDomains,
-		DeniedReasons:       s.Network.DeniedDomainReasons,
-		AllowlistDenyReason: s.Network.AllowlistDenyReason,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("network rules: %w", err)
-	}
-	if p.srv, err = proxy.New(proxy.Config{Policy: pol, OnViolation: cfg.OnViolation, Logger: lg}); err != nil {
+	if p.srv, err = proxy.New(proxy.Config{Policy: nw.Rules, OnViolation: cfg.OnViolation, Logger: lg}); err != nil {
 		return nil, err
 	}
 	var sctx context.Context
 	sctx, p.cancel = context.WithCancel(context.Background())
-	httpPort, socksPort := s.Network.HTTPProxyPort, s.Network.SOCKSProxyPort
+	httpPort, socksPort := nw.HTTPProxyPort, nw.SOCKSProxyPort
 	if httpPort == 0 {
 		if httpPort, err = p.listen(sctx, func(ctx context.Context, ln net.Listener) { p.srv.HTTP().Serve(ctx, ln) }); err != nil {
 			return nil, err

@@ -56,10 +56,10 @@ func CreationRulesSupported() error { return creationSupport() }
 // denyWrite glob, which only this can enforce: then, as when the key is
 // true, err refuses the run. Never a silently weaker policy.
 func CreationRules(p *policy.Policy, weak bool) (on bool, notice string, err error) {
-	if p == nil || p.FilesystemDisabled || p.Settings == nil {
+	if p == nil || p.FilesystemDisabled {
 		return false, "", nil
 	}
-	want, explicit := p.Settings.Filesystem.NamesAtCreation()
+	want, explicit := p.NamesAtCreation, p.NamesAtCreationSet
 	if !want {
 		if len(p.DenyWriteGlobs) > 0 {
 			return false, "filesystem.enforceNamesAtCreation is false: files created during the run that match filesystem.denyWrite globs are not refused", nil

@@ -375,7 +375,7 @@ func StartLandlock(ctx context.Context, cfg Config, warn io.Writer) (*landlockPr
 
 	// The proxies listen on the host's loopback: there is no network
 	// namespace to hand listeners out of.
-	n, _, err := newNetwork(cfg.Policy.Settings, cfg.OnViolation, lg)
+	n, _, err := newNetwork(cfg.Policy.Network, cfg.OnViolation, lg)
 	if err != nil {
 		return nil, &SetupError{err}
 	}
@@ -395,8 +395,8 @@ func StartLandlock(ctx context.Context, cfg Config, warn io.Writer) (*landlockPr
 	}
 	spec.Argv = cfg.Argv
 	spec.Seccomp = seccomp.Options{
-		AllowUnixSockets:          cfg.Policy.Settings.Network.AllowAllUnixSockets,
-		AllowNestedUserNamespaces: cfg.Policy.Settings.AllowNestedUserNamespaces,
+		AllowUnixSockets:          cfg.Policy.Network.AllowAllUnixSockets,
+		AllowNestedUserNamespaces: cfg.Policy.Process.AllowNestedUserNamespaces,
 		RefuseGroupWrite:          !privateGroup(),
 	}
 	spec.Ctty = -1

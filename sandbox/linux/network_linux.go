@@ -11,9 +11,9 @@ import (
 	"sync"
 
 	"github.com/srt-go/srt/netrule"
+	"github.com/srt-go/srt/policy"
 	"github.com/srt-go/srt/proxy"
 	"github.com/srt-go/srt/relay"
-	"github.com/srt-go/srt/settings"
 	"golang.org/x/sys/unix"
 )
 
@@ -65,17 +65,8 @@ type network struct {
 
 // newNetwork starts the session's proxies (not yet listening) and returns
 // it with the socket pair end to pass to PID 1.
-func newNetwork(s *settings.Settings, onViolation func(proxy.Violation), lg *slog.Logger) (*network, *os.File, error) {
-	pol, err := netrule.Compile(netrule.Rules{
-		Allowed:             s.Network.AllowedDomains,
-		Denied:              s.Network.DeniedDomains,
-		DeniedReasons:       s.Network.DeniedDomainReasons,
-		AllowlistDenyReason: s.Network.AllowlistDenyReason,
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("network rules: %w", err)
-	}
-	srv, err := proxy.New(proxy.Config{Policy: pol, OnViolation: onViolation, Logger: lg})
+func newNetwork(nw policy.Network, onViolation func(proxy.Violation), lg *slog.Logger) (*network, *os.File, error) {
+	srv, err := proxy.New(proxy.Config{Policy: nw.Rules, OnViolation: onViolation, Logger: lg})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -86,7 +77,7 @@ func newNetwork(s *settings.Settings, onViolation func(proxy.Violation), lg *slo
 	}
 	n := &network{
 		srv: srv, conn: os.NewFile(uintptr(fds[0]), "listeners"), log: lg,
-		httpPort: s.Network.HTTPProxyPort, socksPort: s.Network.SOCKSProxyPort,
+		httpPort: nw.HTTPProxyPort, socksPort: nw.SOCKSProxyPort,
 	}
 	return n, os.NewFile(uintptr(fds[1]), "listeners"), nil
 }

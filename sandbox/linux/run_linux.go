@@ -227,8 +227,8 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		Argv: cfg.Argv, KeepFDs: cfg.KeepFDs, CloseFDs: []int{exeFD}, StartedFD: startedFD, Ctty: -1,
 		ListenFD: -1, LifelineFD: lifelineFD,
 		Seccomp: seccomp.Options{
-			AllowUnixSockets:          cfg.Policy.Settings.Network.AllowAllUnixSockets,
-			AllowNestedUserNamespaces: cfg.Policy.Settings.AllowNestedUserNamespaces,
+			AllowUnixSockets:          cfg.Policy.Network.AllowAllUnixSockets,
+			AllowNestedUserNamespaces: cfg.Policy.Process.AllowNestedUserNamespaces,
 			// bind(2) of a unix socket creates a name no creation rule
 			// sees (notifier.bind).
 			CheckBinds:       !cfg.Policy.FilesystemDisabled,
@@ -244,7 +244,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		spec.AgentFD = addFD(os.NewFile(uintptr(fds[1]), "agent"))
 	}
 	var listenEnd *os.File
-	if p.net, listenEnd, err = newNetwork(cfg.Policy.Settings, cfg.OnViolation, lg); err != nil {
+	if p.net, listenEnd, err = newNetwork(cfg.Policy.Network, cfg.OnViolation, lg); err != nil {
 		return nil, &SetupError{err}
 	}
 	spec.ListenFD = addFD(listenEnd)
@@ -465,7 +465,7 @@ func bwrapArgs(p *policy.Policy, plan fsplan.Plan, dir string, infoFD int) []str
 		"--die-with-parent", "--new-session", "--as-pid-1", "--cap-drop", "ALL",
 		"--info-fd", strconv.Itoa(infoFD),
 	}
-	if !p.Settings.AllowNestedUserNamespaces {
+	if !p.Process.AllowNestedUserNamespaces {
 		a = append(a, "--disable-userns")
 	}
 	for _, op := range plan.Ops {
