@@ -1,4 +1,4 @@
-package linux
+package supervisor
 
 import (
 	"time"
@@ -25,7 +25,7 @@ const maxSockaddr = 128
 // caller, so neither can be swapped after the check (the call is never
 // answered CONTINUE). A socket keeps the network namespace it was made in,
 // so the bind lands in the sandbox's.
-func (n *notifier) bind(fd int, nt seccomp.Notification) {
+func (n *Supervisor) bind(fd int, nt seccomp.Notification) {
 	a := nt.Data.Args
 	errno, unixSock := bindFor(int(nt.PID), int(int32(a[0])), a[1], a[2])
 	if !seccomp.IDValid(fd, nt.ID) {

@@ -1,4 +1,4 @@
-package linux
+package supervisor
 
 // Creation-time name rules (filesystem.enforceNamesAtCreation, issue 8).
 //
@@ -952,7 +952,7 @@ func (c *creator) followFinal(pid, root int, w where) (_ where, obj int, _ unix.
 
 // emulate handles a creation call; false means it is not one (the caller
 // answers as before).
-func (n *notifier) emulate(fd int, nt seccomp.Notification, c seccomp.Call) bool {
+func (n *Supervisor) emulate(fd int, nt seccomp.Notification, c seccomp.Call) bool {
 	a := nt.Data.Args
 	pid := int(nt.PID)
 	var op string
@@ -1120,7 +1120,7 @@ const answered = -2
 
 // perform does the call. val answered means the answer was sent. A
 // non-empty rule is a refusal (target names the path).
-func (n *notifier) perform(fd int, nt seccomp.Notification, op string, dirfd, dirfd2 int32, p1, p2, flags, mode uint64) (val int64, errno unix.Errno, rule, target string) {
+func (n *Supervisor) perform(fd int, nt seccomp.Notification, op string, dirfd, dirfd2 int32, p1, p2, flags, mode uint64) (val int64, errno unix.Errno, rule, target string) {
 	pid := int(nt.PID)
 	cr := n.cr
 	name, e := pathArg(pid, p1)
@@ -1338,7 +1338,7 @@ func (c *creator) linkObject(o int, w where) (int64, unix.Errno, string, string)
 // create performs an open of a name that does not exist (or an O_EXCL or
 // O_TMPFILE open, which the kernel fails or makes anonymous) and hands
 // the descriptor to the caller.
-func (n *notifier) create(fd int, nt seccomp.Notification, w where, flags, mode uint64) (int64, unix.Errno, string, string) {
+func (n *Supervisor) create(fd int, nt seccomp.Notification, w where, flags, mode uint64) (int64, unix.Errno, string, string) {
 	if flags&unix.O_TMPFILE != unix.O_TMPFILE {
 		if r := n.cr.denied(w.real, kFile); r != "" {
 			return 0, 0, r, w.real
@@ -1401,7 +1401,7 @@ func send(fd int, nt seccomp.Notification, nfd int, err error, flags uint64) (in
 }
 
 // openExisting performs a write open of the existing regular file w.
-func (n *notifier) openExisting(fd int, nt seccomp.Notification, w where, flags uint64) (int64, unix.Errno, string, string) {
+func (n *Supervisor) openExisting(fd int, nt seccomp.Notification, w where, flags uint64) (int64, unix.Errno, string, string) {
 	kind := kExisted
 	if strings.HasSuffix(w.name, ".sample") {
 		kind = kOther // a hook sample is created, never rewritten
@@ -1440,7 +1440,7 @@ func (n *notifier) openExisting(fd int, nt seccomp.Notification, w where, flags 
 // /proc/self/fd with the caller's flags. /dev/tty is the caller's
 // controlling terminal, not srt's; a FIFO with no reader yet is opened
 // off the loop (openWaiting), since the open waits for one.
-func (n *notifier) reopen(fd int, nt seccomp.Notification, obj int, flags uint64) (int64, unix.Errno, string, string) {
+func (n *Supervisor) reopen(fd int, nt seccomp.Notification, obj int, flags uint64) (int64, unix.Errno, string, string) {
 	var st unix.Stat_t
 	if err := unix.Fstat(obj, &st); err != nil {
 		return 0, errnoOf(err), "", ""
@@ -1610,7 +1610,7 @@ const maxWaiters = 64
 // answers from there: a FIFO's open waits for the other end (fifo), and a
 // file's waits while another process holds a lease on it (up to
 // /proc/sys/fs/lease-break-time). Only a FIFO's wait can be ended early.
-func (n *notifier) openWaiting(fd int, nt seccomp.Notification, obj int, flags uint64, fifo bool) (int64, unix.Errno, string, string) {
+func (n *Supervisor) openWaiting(fd int, nt seccomp.Notification, obj int, flags uint64, fifo bool) (int64, unix.Errno, string, string) {
 	if n.waiters.Add(1) > maxWaiters {
 		n.waiters.Add(-1)
 		return 0, unix.ENFILE, "", "" // each costs srt a thread: bounded
@@ -1660,7 +1660,7 @@ func (n *notifier) openWaiting(fd int, nt seccomp.Notification, obj int, flags u
 // releaseFIFO ends the wait of an open of FIFO p (a /proc/self/fd path)
 // when the caller is gone or the sandbox is ending, by opening both ends
 // itself; it says on released whether it did.
-func (n *notifier) releaseFIFO(fd int, nt seccomp.Notification, p string, done <-chan struct{}, released chan<- bool) {
+func (n *Supervisor) releaseFIFO(fd int, nt seccomp.Notification, p string, done <-chan struct{}, released chan<- bool) {
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -1696,7 +1696,7 @@ func errnoOf0(err error) unix.Errno {
 
 // rename checks both ends (and, for a directory, what it brings along)
 // and renames.
-func (n *notifier) rename(o, w where, flags uint64, pid int) (int64, unix.Errno, string, string) {
+func (n *Supervisor) rename(o, w where, flags uint64, pid int) (int64, unix.Errno, string, string) {
 	var ost, wst unix.Stat_t
 	if err := unix.Fstatat(o.dir, o.name, &ost, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return 0, errnoOf(err), "", ""
