@@ -234,7 +234,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 			AllowUnixSockets:          cfg.Policy.Settings.Network.AllowAllUnixSockets,
 			AllowNestedUserNamespaces: cfg.Policy.Settings.AllowNestedUserNamespaces,
 			// bind(2) of a unix socket creates a name no creation rule
-			// sees (notifier.bind).
+			// sees (supervisor/bind_linux.go).
 			CheckBinds:       !cfg.Policy.FilesystemDisabled,
 			RefuseGroupWrite: !privateGroup(),
 		},

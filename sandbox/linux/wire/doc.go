@@ -1,7 +1,7 @@
 // Package wire defines the messages that cross a process boundary between
 // srt and the processes it starts, so that both ends read one definition.
 //
-// The seccomp listener (notify_linux.go): after installing its filter,
+// The seccomp listener (notify_linux.go here): after installing its filter,
 // the sandbox's PID 1 sends srt exactly one message over an inherited
 // SOCK_SEQPACKET socket, then closes its end:
 //
