@@ -110,7 +110,7 @@ type Filesystem struct {
 	// mandatory name at any depth when a name comes into being (create,
 	// mkdir, mknod, rename, link, symlink, write opens, truncate). On
 	// Linux srt performs those calls for the command from outside the
-	// sandbox and refuses the matching ones (sandbox/linux/create_linux.go);
+	// sandbox and refuses the matching ones (sandbox/linux/supervisor);
 	// macOS's Seatbelt profiles match names at creation by themselves.
 	// nil (absent) means on where the host can enforce it; false turns
 	// it off; true makes a host that cannot enforce it an error. Read it

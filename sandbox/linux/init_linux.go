@@ -49,7 +49,7 @@ type initSpec struct {
 	Seccomp seccomp.Options `json:"seccomp"`
 	// NotifyFD is a socket to srt over which PID 1 sends the filter's
 	// notification listener; used only when Seccomp.Notify is set
-	// (notify_linux.go).
+	// (init_seccomp_linux.go, sandbox/linux/wire).
 	NotifyFD int `json:"notifyFd"`
 	// RequireListener makes a kernel without a TSYNC listener a setup
 	// error instead of the deny-only filter: creation-time name rules
@@ -141,7 +141,7 @@ func RunInit(args []string) {
 	// call; with TSYNC it covers PID 1's every thread and, inherited, the
 	// command and all its children. no_new_privs comes with it.
 	// With Seccomp.Notify the refusals go to srt instead of returning an
-	// errno directly; see notify_linux.go for why PID 1 may carry that
+	// errno directly; see init_seccomp_linux.go for why PID 1 may carry that
 	// filter itself.
 	if spec.RequireListener {
 		if err := unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{}); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/srt-go/srt/internal/pdeathsig"
 	"github.com/srt-go/srt/policy"
 	"github.com/srt-go/srt/proxy"
+	"github.com/srt-go/srt/sandbox/linux/supervisor"
 	"github.com/srt-go/srt/seccomp"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
@@ -320,7 +321,7 @@ func dropCapabilities() error {
 type landlockProcess struct {
 	cmd    *exec.Cmd
 	srv    *proxy.Server
-	notify *notifier // nil without Config.OnSandboxViolation
+	notify *supervisor.Supervisor // nil without Config.OnSandboxViolation
 	cancel context.CancelFunc
 	term   *terminal
 	tmpdir string
@@ -442,9 +443,9 @@ func StartLandlock(ctx context.Context, cfg Config, warn io.Writer) (*landlockPr
 	if cfg.OnSandboxViolation != nil {
 		// The filter's refusals go to srt, which answers each with the
 		// deny-only filter's errno and records it; without srt the kernel
-		// fails them with ENOSYS (fail closed, notify_linux.go).
+		// fails them with ENOSYS (fail closed, sandbox/linux/supervisor).
 		spec.Seccomp.Notify = true
-		n, end, err := newNotifier(spec.Seccomp, cfg.Policy, tmpdir, cfg.OnSandboxViolation, lg)
+		n, end, err := supervisor.New(supervisor.Config{Seccomp: spec.Seccomp, Policy: cfg.Policy, TmpDir: tmpdir, OnViolation: cfg.OnSandboxViolation, Logger: lg})
 		if err != nil {
 			specW.Close()
 			return nil, &SetupError{err}
@@ -466,7 +467,7 @@ func StartLandlock(ctx context.Context, cfg Config, warn io.Writer) (*landlockPr
 		return nil, setupErr("starting the command: %w", err)
 	}
 	if lp.notify != nil {
-		lp.notify.serve()
+		lp.notify.Serve()
 	}
 	if lp.term != nil {
 		lp.term.tty.Close()
@@ -538,7 +539,7 @@ func splitInts(s string) []int {
 // the seccomp listener (after it has reported what is left).
 func (lp *landlockProcess) cleanup() {
 	if lp.notify != nil {
-		lp.notify.close()
+		lp.notify.Close()
 	}
 	if lp.cancel != nil {
 		lp.cancel()

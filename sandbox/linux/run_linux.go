@@ -23,6 +23,7 @@ import (
 	"github.com/srt-go/srt/policy"
 	"github.com/srt-go/srt/proxy"
 	"github.com/srt-go/srt/sandbox/linux/fsplan"
+	"github.com/srt-go/srt/sandbox/linux/supervisor"
 	"github.com/srt-go/srt/seccomp"
 	"github.com/srt-go/srt/violation"
 	"golang.org/x/sys/unix"
@@ -58,7 +59,7 @@ type Config struct {
 	OnViolation func(proxy.Violation)
 	// OnSandboxViolation is called for each system call the seccomp filter
 	// refuses and, with ObserveFilesystem, each filesystem call the mounts
-	// refuse (notify_linux.go), from one goroutine; it must not block.
+	// refuse (sandbox/linux/supervisor), from one goroutine; it must not block.
 	// Nil means the deny-only filter and no records.
 	OnSandboxViolation func(violation.Violation)
 	// ObserveFilesystem records refused writes (and reads of denyRead
@@ -89,9 +90,9 @@ type Process struct {
 	guardian *guardian
 	term     *terminal
 	net      *network
-	notify   *notifier // nil without Config.OnSandboxViolation
-	started  *os.File  // read end of PID 1's "running" pipe
-	lifeline *os.File  // write end of PID 1's lifeline; closed only by srt's exit
+	notify   *supervisor.Supervisor
+	started  *os.File // read end of PID 1's "running" pipe
+	lifeline *os.File // write end of PID 1's lifeline; closed only by srt's exit
 	// ready is closed once PID 1 has said it runs (startedOK) or bubblewrap
 	// ended without it: only then can PID 1 take signals, since a PID
 	// namespace's init ignores those it has no handler for yet.
@@ -230,7 +231,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 			AllowUnixSockets:          cfg.Policy.Network.AllowAllUnixSockets,
 			AllowNestedUserNamespaces: cfg.Policy.Process.AllowNestedUserNamespaces,
 			// bind(2) of a unix socket creates a name no creation rule
-			// sees (notifier.bind).
+			// sees (supervisor/bind_linux.go).
 			CheckBinds:       !cfg.Policy.FilesystemDisabled,
 			RefuseGroupWrite: !privateGroup(),
 		},
@@ -248,7 +249,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		return nil, &SetupError{err}
 	}
 	spec.ListenFD = addFD(listenEnd)
-	if err := p.startNotifier(cfg, create, &spec, tmpdir, addFD); err != nil {
+	if p.notify, err = startNotifier(cfg, create, &spec, tmpdir, addFD, lg); err != nil {
 		return nil, &SetupError{err}
 	}
 	spec.Listeners = sandboxListeners()
@@ -261,7 +262,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	}
 	if p.term != nil {
 		if p.notify != nil {
-			p.notify.setTerminal(p.term.tty)
+			p.notify.SetTerminal(p.term.tty)
 		}
 		spec.Ctty = p.term.ctty
 		closeAfterStart = append(closeAfterStart, p.term.tty)
@@ -332,7 +333,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	}()
 	p.net.serve()
 	if p.notify != nil {
-		p.notify.serve()
+		p.notify.Serve()
 	}
 	if p.guardian != nil {
 		if _, err := p.guardian.call(guardianRequest{Op: "watch", PIDs: []int{cmd.Process.Pid}}); err != nil {
@@ -369,7 +370,7 @@ func (p *Process) abort() {
 		p.net.close()
 	}
 	if p.notify != nil {
-		p.notify.close()
+		p.notify.Close()
 	}
 	if p.guardian != nil {
 		p.guardian.finish()
@@ -424,7 +425,7 @@ func (p *Process) Wait() (int, error) {
 		}
 		p.net.close()
 		if p.notify != nil {
-			p.notify.close() // every process is gone: report what is left
+			p.notify.Close() // every process is gone: report what is left
 		}
 		<-p.ready
 		var ee *exec.ExitError

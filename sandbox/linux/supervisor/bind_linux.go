@@ -1,4 +1,4 @@
-package linux
+package supervisor
 
 import (
 	"time"
@@ -15,7 +15,7 @@ import (
 // sockaddr_storage).
 const maxSockaddr = 128
 
-// bind answers the sandbox's bind(2) (seccomp.Options.CheckBinds). An
+// answerBind answers the sandbox's bind(2) (seccomp.Options.CheckBinds). An
 // AF_UNIX socket is refused (EPERM, recorded as socket-unix): binding one
 // to a path makes a socket inode under any name in a writable directory
 // (.env, a trap repository's refs) that no creation rule sees, and an
@@ -25,7 +25,7 @@ const maxSockaddr = 128
 // caller, so neither can be swapped after the check (the call is never
 // answered CONTINUE). A socket keeps the network namespace it was made in,
 // so the bind lands in the sandbox's.
-func (n *notifier) bind(fd int, nt seccomp.Notification) {
+func answerBind(fd int, nt seccomp.Notification, on func(violation.Violation)) {
 	a := nt.Data.Args
 	errno, unixSock := bindFor(int(nt.PID), int(int32(a[0])), a[1], a[2])
 	if !seccomp.IDValid(fd, nt.ID) {
@@ -40,7 +40,7 @@ func (n *notifier) bind(fd int, nt seccomp.Notification) {
 		return
 	}
 	if nsPID, exe := procInfo(int(nt.PID)); nsPID != 1 {
-		n.on(violation.Violation{Time: time.Now(), Action: violation.SocketUnix, Target: "bind(AF_UNIX)",
+		on(violation.Violation{Time: time.Now(), Action: violation.SocketUnix, Target: "bind(AF_UNIX)",
 			Reason: "seccomp: EPERM (a unix socket's name would escape the creation-time rules)", PID: nsPID, Exe: exe})
 	}
 }

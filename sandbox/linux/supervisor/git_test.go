@@ -1,4 +1,4 @@
-package linux
+package supervisor
 
 import "testing"
 
@@ -28,43 +28,30 @@ func TestGitConfigHarmless(t *testing.T) {
 		{"[CORE]\n\tHooksPath = /tmp\n", false},
 		// refs, index and objects world-writable at the next commit
 		{"[core]\n\tsharedRepository = 0777\n", false},
+		{"", true},
+		{"# a comment\n; another\n\n", true},
+		{"[core] # trailing comment\n\tbare = false\n", true},
+		{"[core] bare = false\n", false}, // a key on the header line
+		{"[core\n\tbare = false\n", false},
+		{"[remote origin]\n\turl = x\n", false},     // unquoted subsection
+		{"[remote \"o\\\"x\"]\n\turl = x\n", false}, // an escape in it
+		{"[branch \"main\"]\n\tmerge = refs/heads/main\n", true},
+		{"[remote \"o\"]\n\turl = \"/srv/src\"\n", true},
+		{"[remote \"o\"]\n\turl = fd::3\n", false},
+		{"[remote \"o\"]\n\turl = EXT::sh\n", false},
+		{"[remote \"o\"]\n\tuploadpack = evil\n", false},
+		{"[core]\n\tsshCommand = evil\n", false},
+		{"[core]\n\tpager = evil\n", false},
+		{"[core]\n\teditor = evil\n", false},
+		{"[diff \"x\"]\n\ttextconv = evil\n", false},
+		{"[credential]\n\thelper = evil\n", false},
+		{"[gpg]\n\tprogram = evil\n", false},
+		{"[core]\n\tbare\n", true}, // a key without a value is true: a harmless key still
+		{"[core]\n\tbäre = false\n", false},
+		{"[user]\n\tname = a\\\n", false}, // a continuation
 	} {
 		if got := gitConfigHarmless([]byte(tc.conf)); got != tc.ok {
 			t.Errorf("gitConfigHarmless(%q) = %v, want %v", tc.conf, got, tc.ok)
-		}
-	}
-}
-
-// TestDeniedNames: the rules the creator checks, on real paths.
-func TestDeniedNames(t *testing.T) {
-	c := &creator{tmpdir: "/tmp/srt-0/tmp"}
-	for _, p := range []string{"**/.bashrc", "**/.git/hooks/**", "**/.git/config", "**/.env", "/w/secrets/**"} {
-		c.addRule(p, p)
-	}
-	for _, tc := range []struct {
-		path string
-		kind int
-		deny bool
-	}{
-		{"/w/a/b/c/d/e/f/.bashrc", kFile, true},
-		{"/w/.bashrc.bak", kFile, false},
-		{"/w/r/.git/hooks", kDir, false},
-		{"/w/r/.git/hooks/pre-commit", kFile, true},
-		{"/w/r/.git/hooks/pre-commit.sample", kFile, false},
-		{"/w/r/.git/hooks/pre-commit.sample", kOther, true},
-		{"/w/r/.git/config", kFile, true},
-		{"/w/r/.git/config", kConfig, false},
-		{"/w/x/.env", kExisted, true},
-		{"/w/secrets", kDir, true},
-		{"/w/secretsx", kDir, false},
-		{"/w/sub/.git", kFile, true}, // a gitdir: file
-		{"/w/sub/.git", kDir, false},
-		{"/w/sub/.git", kSource, false},
-		{"/tmp/srt-0/tmp/.env", kFile, false}, // the private TMPDIR
-		{"/dev/shm/.bashrc", kFile, false},
-	} {
-		if got := c.denied(tc.path, tc.kind) != ""; got != tc.deny {
-			t.Errorf("denied(%s, kind %d) = %v, want %v", tc.path, tc.kind, got, tc.deny)
 		}
 	}
 }

@@ -1,0 +1,88 @@
+package linux
+
+// PID 1's half of the seccomp filter: it installs the filter on itself
+// and hands the listener to srt, whose supervisor answers it
+// (sandbox/linux/supervisor; the exchange is drawn in sandbox/linux/wire).
+//
+// There is one filter, and PID 1 installs it on itself with TSYNC (the
+// command and everything it starts inherit it); with Options.Notify its
+// refusals are SECCOMP_RET_USER_NOTIF instead of an errno. A second,
+// notify-only filter stacked on the deny-only one would never fire: ERRNO
+// takes precedence over USER_NOTIF when filters disagree. PID 1 cannot
+// deadlock on its own filter because it does not answer the
+// notifications: srt does, from outside the sandbox. PID 1 gets the
+// listener from seccomp(SECCOMP_FILTER_FLAG_NEW_LISTENER), sends it to
+// srt over an inherited SOCK_SEQPACKET socket (SCM_RIGHTS, like the proxy
+// listeners) and closes its own copy before starting the command; a
+// notified call made in between simply waits for srt. PID 1 makes no
+// refused call after the filter is on (it looks the command up, forks,
+// execs and reaps); if it ever did, srt would answer it like any other,
+// and does not record calls from the sandbox's PID 1. If the kernel
+// cannot combine TSYNC with a listener (before Linux 5.7), PID 1 installs
+// the deny-only filter and srt records no seccomp or filesystem
+// violations; enforcement is unchanged.
+
+import (
+	"fmt"
+
+	"github.com/srt-go/srt/sandbox/linux/wire"
+	"github.com/srt-go/srt/seccomp"
+	"golang.org/x/sys/unix"
+)
+
+// installFilter is PID 1's side: it installs the command's seccomp filters
+// on every thread of PID 1 and, with spec.Seccomp.Notify, sends the
+// listener to srt over spec.NotifyFD. Nothing is sent (srt then records
+// nothing from the kernel) when the kernel cannot give a listener.
+func installFilter(spec *initSpec) error {
+	if err := installFSFilter(spec); err != nil {
+		return err
+	}
+	// Stacked on it: no set-id bits (seccomp.BuildSetID).
+	prog, err := seccomp.BuildSetID(spec.Seccomp)
+	if err != nil {
+		return err
+	}
+	return seccomp.Install(prog)
+}
+
+// installFSFilter installs the main filter, with its listener when asked.
+func installFSFilter(spec *initSpec) error {
+	if !spec.Seccomp.Notify {
+		prog, err := seccomp.Build(spec.Seccomp)
+		if err != nil {
+			return err
+		}
+		return seccomp.Install(prog)
+	}
+	defer unix.Close(spec.NotifyFD)
+	prog, err := seccomp.Build(spec.Seccomp)
+	if err != nil {
+		return err
+	}
+	fd, err := seccomp.InstallListener(prog)
+	if err != nil && spec.RequireListener {
+		return fmt.Errorf("filesystem.enforceNamesAtCreation needs a seccomp listener with TSYNC (Linux 5.7+): %w", err)
+	}
+	if err != nil {
+		// No listener on this kernel: the deny-only filter, same rules.
+		plain := spec.Seccomp
+		plain.Notify, plain.ObserveWrites, plain.ObserveReads, plain.EmulateCreates = false, false, false, false
+		if prog, err = seccomp.Build(plain); err == nil {
+			err = seccomp.Install(prog)
+		}
+		if err == nil {
+			wire.SendNoListener(spec.NotifyFD)
+		}
+		return err
+	}
+	// Until srt holds the listener, a notified call waits; after it does,
+	// PID 1 must not keep a copy, or srt's death would leave callers
+	// waiting instead of failing.
+	err = wire.SendListener(spec.NotifyFD, fd)
+	unix.Close(fd)
+	if err != nil {
+		return fmt.Errorf("sending the seccomp listener to srt: %w", err)
+	}
+	return nil
+}
