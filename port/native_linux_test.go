@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -304,5 +305,60 @@ func TestNativeConcurrentSessions(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// TestNativeViolations: a running session puts nothing on the host, and
+// reports its filesystem and system-call refusals as violation events on
+// the exec's stream, as it does its network refusals: a write to a protected file (the mounts refuse it), a
+// protected name created (the creation-time rules refuse it) and a new
+// user namespace (the seccomp filter refuses it).
+func TestNativeViolations(t *testing.T) {
+	rt := requireNative(t)
+	sb, ws := launchWS(t, rt, "violations", ModeChat)
+	if err := os.MkdirAll(filepath.Join(ws, ".git/hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The hooks directory exists now, after the launch: a new session
+	// pins it.
+	sb.Destroy(context.Background())
+	sb, err := rt.Launch(context.Background(), Spec{SessionID: "violations2", Mode: ModeChat,
+		BindMounts: []BindMount{{HostPath: ws, GuestPath: "/workspace"}}, GuestWorkdir: "/workspace"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Destroy(context.Background())
+	// With the creation-time rules the session puts nothing on the host
+	// (no placeholders for the missing protected names).
+	ents, _ := os.ReadDir(ws)
+	if len(ents) != 1 || ents[0].Name() != ".git" {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("the workspace holds %q while the session runs, want only .git", names)
+	}
+	for _, c := range []struct{ script, target string }{
+		{"echo x > /workspace/.git/hooks/pre-commit", "/workspace/.git/hooks/pre-commit"},
+		{"echo x > /workspace/.bashrc", "/workspace/.bashrc"},
+		{"unshare -U true", "unshare"},
+	} {
+		ch, err := sb.Exec(context.Background(), ExecRequest{Argv: []string{"sh", "-c", c.script}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, _, errs := collect(t, ch)
+		var got []string
+		for _, ev := range evs {
+			if ev.Type == EventViolation && ev.Violation != nil {
+				got = append(got, ev.Violation.Target)
+			}
+		}
+		if !slices.ContainsFunc(got, func(g string) bool { return strings.Contains(g, c.target) }) {
+			t.Errorf("%q: violations %q, want one for %s (stderr %q)", c.script, got, c.target, errs)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(ws, ".bashrc")); err == nil {
+		t.Error(".bashrc was created on the host")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/srt-go/srt/sandbox/linux/fsplan"
 	"github.com/srt-go/srt/sandbox/linux/supervisor"
 	"github.com/srt-go/srt/violation"
 )
@@ -14,8 +15,9 @@ import (
 
 // startNotifier sets spec up for a notifying filter and returns srt's side
 // of it, when cfg asks for sandbox violations, creation-time rules or
-// checked binds; nil (and spec untouched) otherwise.
-func startNotifier(cfg Config, create bool, spec *initSpec, tmpdir string, addFD func(*os.File) int, lg *slog.Logger) (*supervisor.Supervisor, error) {
+// checked binds; nil (and spec untouched) otherwise. m is the plan's
+// mapping, through which the supervisor judges the sandbox's paths.
+func startNotifier(cfg Config, create bool, spec *initSpec, tmpdir string, m fsplan.Mapping, addFD func(*os.File) int, lg *slog.Logger) (*supervisor.Supervisor, error) {
 	if cfg.OnSandboxViolation == nil && !create && !(spec.Seccomp.CheckBinds && !spec.Seccomp.AllowUnixSockets) {
 		return nil, nil
 	}
@@ -35,7 +37,7 @@ func startNotifier(cfg Config, create bool, spec *initSpec, tmpdir string, addFD
 		on = func(violation.Violation) {}
 	}
 	s, end, err := supervisor.New(supervisor.Config{
-		Seccomp: spec.Seccomp, Policy: cfg.Policy, TmpDir: tmpdir, OnViolation: on, Logger: lg,
+		Seccomp: spec.Seccomp, Policy: cfg.Policy, TmpDir: tmpdir, Mapping: m, OnViolation: on, Logger: lg,
 	})
 	if err != nil {
 		return nil, err

@@ -134,10 +134,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		fmt.Fprintf(cfg.Stderr, "srt: %s\n", notice)
 	}
 	tmpdir := filepath.Join(stateDir, "tmp")
-	// The creation-time rules judge the sandbox's paths against the
-	// policy's host paths, so a confined view whose guest paths differ
-	// keeps its placeholders until the supervisor maps them.
-	plan := fsplan.Build(cfg.Policy, fsplan.Options{CreationRules: create && cfg.Policy.View == nil, TmpDir: tmpdir})
+	plan := fsplan.Build(cfg.Policy, fsplan.Options{CreationRules: create, TmpDir: tmpdir})
 
 	p := &Process{log: lg, initPID: make(chan int, 1), ready: make(chan struct{})}
 	ok := false
@@ -249,7 +246,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		return nil, &SetupError{err}
 	}
 	spec.ListenFD = addFD(listenEnd)
-	if p.notify, err = startNotifier(cfg, create, &spec, tmpdir, addFD, lg); err != nil {
+	if p.notify, err = startNotifier(cfg, create, &spec, tmpdir, plan.Mapping, addFD, lg); err != nil {
 		return nil, &SetupError{err}
 	}
 	spec.Listeners = sandboxListeners()

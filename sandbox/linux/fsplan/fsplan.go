@@ -166,6 +166,10 @@ func (m Mapping) Host(g string) (host string, ok bool) {
 	return filepath.Join(mt.Host, strings.TrimPrefix(g, mt.Guest)), true
 }
 
+// Private reports whether sandbox path g lies in a tree that is the
+// sandbox's own and reaches no host file: a confined view's /tmp.
+func (m Mapping) Private(g string) bool { return m.Confined && policy.Within(g, "/tmp") }
+
 // Identity reports whether every sandbox path is the host path of the same
 // name (the host view).
 func (m Mapping) Identity() bool {

@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/srt-go/srt/policy"
+	"github.com/srt-go/srt/sandbox/linux/fsplan"
 	"github.com/srt-go/srt/seccomp"
 	"golang.org/x/sys/unix"
 )
@@ -36,9 +37,9 @@ type creator struct {
 	noWrite uint64
 }
 
-func newCreator(pol *policy.Policy, tmpdir string, noWrite uint64, waits *waiters) *creator {
+func newCreator(pol *policy.Policy, tmpdir string, m fsplan.Mapping, noWrite uint64, waits *waiters) *creator {
 	return &creator{
-		names: newNameRules(pol, tmpdir), git: gitRules{tmpdir: tmpdir, allowConfig: pol.AllowGitConfig},
+		names: newNameRules(pol, tmpdir, m), git: gitRules{tmpdir: tmpdir, allowConfig: pol.AllowGitConfig},
 		res: newResolver(), umasks: newUmaskCache(), waits: waits, ctty: -1, noWrite: noWrite,
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 	"github.com/srt-go/srt/policy"
+	"github.com/srt-go/srt/sandbox/linux/fsplan"
 )
 
 // nameRule is one write-deny pattern, absolute or "**/…".
@@ -30,8 +31,25 @@ type nameRule struct {
 type nameRules struct {
 	rules []nameRule
 	// tmpdir is the sandbox's private TMPDIR: no rule applies in it (nor
-	// in /dev or /proc).
+	// in /dev, /proc or the mapping's private trees).
 	tmpdir string
+	// m places the host's trees in the sandbox: a name is judged at the
+	// host path it creates, where the policy's rules are written (a
+	// confined view shows a host tree at another path).
+	m fsplan.Mapping
+}
+
+// exempt reports whether sandbox path p is outside every rule: in the
+// private TMPDIR, /dev, /proc or a private tree of the mapping.
+func (c *nameRules) exempt(p string) bool {
+	return policy.Within(p, c.tmpdir) || policy.Within(p, "/dev") || policy.Within(p, "/proc") || c.m.Private(p)
+}
+
+// host is the host path sandbox path p names (p itself in the host view,
+// or where no mount shows it).
+func (c *nameRules) host(p string) string {
+	h, _ := c.m.Host(p)
+	return h
 }
 
 // kinds of new names, for the git exceptions.
@@ -47,8 +65,9 @@ const (
 // newNameRules returns the rules of pol: the mandatory patterns, every
 // denyWrite and denyRead glob, and every denyWrite path with what is below
 // it.
-func newNameRules(pol *policy.Policy, tmpdir string) *nameRules {
-	c := &nameRules{tmpdir: tmpdir}
+// Paths are judged through mapping m (its zero value: the host view).
+func newNameRules(pol *policy.Policy, tmpdir string, m fsplan.Mapping) *nameRules {
+	c := &nameRules{tmpdir: tmpdir, m: m}
 	add := c.add
 	for _, p := range pol.MandatoryPatterns {
 		add(p, "mandatory write-deny "+p)
@@ -118,12 +137,13 @@ func literalParts(segs []string) []string {
 	return need
 }
 
-// denied returns the rule that forbids name p coming into being as kind,
-// or "".
+// denied returns the rule that forbids name p (a sandbox path) coming
+// into being as kind, or "".
 func (c *nameRules) denied(p string, kind int) string {
-	if policy.Within(p, c.tmpdir) || policy.Within(p, "/dev") || policy.Within(p, "/proc") {
+	if c.exempt(p) {
 		return ""
 	}
+	p = c.host(p)
 	if kind != kDir && kind != kSource && path.Base(p) == ".git" {
 		return gitFileRule
 	}
@@ -172,10 +192,10 @@ func (c *nameRules) symlinkDenied(p string) string {
 	if r := c.denied(p, kOther); r != "" {
 		return r
 	}
-	if policy.Within(p, c.tmpdir) {
+	if c.exempt(p) {
 		return ""
 	}
-	segs := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	segs := strings.Split(strings.TrimPrefix(c.host(p), "/"), "/")
 	for _, r := range c.rules {
 		if prefixByLiteral(r.segs, segs, false) {
 			return r.rule
@@ -207,6 +227,7 @@ func prefixByLiteral(pat, s []string, lit bool) bool {
 // isGitConfig reports whether p is what the mandatory **/.git/config
 // names (false when allowGitConfig left that rule out).
 func (c *nameRules) isGitConfig(p string) bool {
+	p = c.host(p)
 	for _, r := range c.rules {
 		if r.config {
 			ok, _ := doublestar.Match(r.pattern, p)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/srt-go/srt/policy"
+	"github.com/srt-go/srt/sandbox/linux/fsplan"
 	"github.com/srt-go/srt/settings"
 )
 
@@ -223,7 +224,7 @@ func TestNameRulesFromPolicy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := newNameRules(p, "/tmp/srt-test")
+			c := newNameRules(p, "/tmp/srt-test", fsplan.Mapping{})
 			path := tc.path
 			if after, ok := strings.CutPrefix(path, "{cwd}"); ok {
 				path = policy.Resolve(cwd) + after
@@ -232,5 +233,47 @@ func TestNameRulesFromPolicy(t *testing.T) {
 				t.Errorf("denied(%s, kind %d) = %q, want denied %v", path, tc.kind, got, tc.deny)
 			}
 		})
+	}
+}
+
+// TestNameRulesThroughMapping: in a confined view (srtd) the sandbox sees
+// a host tree at another path, and its names are judged at the host path
+// they create: a protected path and a denyWrite of the host tree apply at
+// the guest spelling, the private /tmp is outside every rule, and a path
+// with the host tree's spelling inside the sandbox is not protected by
+// accident of its name.
+func TestNameRulesThroughMapping(t *testing.T) {
+	ws := policy.Resolve(t.TempDir())
+	if err := os.MkdirAll(filepath.Join(ws, "vendor"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p, err := policy.CompileView(policy.ViewRules{
+		Binds:     []policy.ViewBind{{Host: ws, Guest: "/work", Writable: true}},
+		Protected: []string{filepath.Join(ws, "vendor"), filepath.Join(ws, "release.key")},
+		System:    []string{"/usr"},
+		Home:      t.TempDir(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newNameRules(p, "/tmp/srt-test", fsplan.ViewMapping(p.View))
+	for _, tc := range []struct {
+		path string
+		kind int
+		deny bool
+	}{
+		{"/work/vendor/x.go", kFile, true},
+		{"/work/vendor", kDir, true},
+		{"/work/release.key", kFile, true},
+		{"/work/src/release.key", kFile, false},
+		{"/work/.bashrc", kFile, true},
+		{"/work/sub/.git/hooks/pre-commit", kFile, true},
+		{"/work/src/main.go", kFile, false},
+		{"/tmp/.bashrc", kFile, false},
+		{ws + "/release.key", kFile, false}, // the host spelling is in the sandbox's private /tmp
+	} {
+		if got := c.denied(tc.path, tc.kind); (got != "") != tc.deny {
+			t.Errorf("denied(%s) = %q, want denied %v", tc.path, got, tc.deny)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/srt-go/srt/policy"
+	"github.com/srt-go/srt/sandbox/linux/fsplan"
 	"github.com/srt-go/srt/seccomp"
 	"github.com/srt-go/srt/violation"
 	"golang.org/x/sys/unix"
@@ -23,7 +24,10 @@ import (
 type observer struct {
 	pol    *policy.Policy
 	tmpdir string
-	on     func(violation.Violation)
+	// m places the host's trees in the sandbox: a call is judged at the
+	// host path it reaches.
+	m  fsplan.Mapping
+	on func(violation.Violation)
 	// fsq carries the observed calls to the classifier; the loop closes
 	// it when it ends, and done is closed once the classifier has
 	// reported the last of them.
@@ -36,8 +40,8 @@ type observer struct {
 	dirCache map[string]string
 }
 
-func newObserver(pol *policy.Policy, tmpdir string, on func(violation.Violation)) *observer {
-	return &observer{pol: pol, tmpdir: tmpdir, on: on, fsq: make(chan fsEvent, 4096),
+func newObserver(pol *policy.Policy, tmpdir string, m fsplan.Mapping, on func(violation.Violation)) *observer {
+	return &observer{pol: pol, tmpdir: tmpdir, m: m, on: on, fsq: make(chan fsEvent, 4096),
 		done: make(chan struct{}), dirCache: map[string]string{}}
 }
 
@@ -115,7 +119,7 @@ func (ob *observer) interesting(ev fsEvent) bool {
 		if p == "" {
 			continue
 		}
-		if !policy.Within(p, ob.tmpdir) && !policy.Within(p, "/dev") && !policy.Within(p, "/proc") {
+		if !policy.Within(p, ob.tmpdir) && !policy.Within(p, "/dev") && !policy.Within(p, "/proc") && !ob.m.Private(p) {
 			return true
 		}
 	}
@@ -133,21 +137,24 @@ func (ob *observer) refusal(ev fsEvent) (violation.Violation, bool) {
 		return v, false
 	}
 	write := func(action, p string) bool {
-		res := policy.Resolve(p)
+		if policy.Within(p, ob.tmpdir) || policy.Within(p, "/dev") || policy.Within(p, "/proc") || ob.m.Private(p) {
+			return false
+		}
+		res := ob.resolve(p)
 		if ob.pol.Writable(res) || policy.Within(res, ob.tmpdir) || policy.Within(res, "/dev") || policy.Within(res, "/proc") {
 			return false
 		}
 		v.Action, v.Target, v.Reason = action, p, ob.writeRule(res)
 		return true
 	}
-	exists := func(p string) bool { _, err := os.Lstat(policy.Resolve(p)); return err == nil }
+	exists := func(p string) bool { _, err := os.Lstat(ob.resolve(p)); return err == nil }
 	var ok bool
 	switch ev.call.Op {
 	case seccomp.OpOpen:
 		const w = unix.O_WRONLY | unix.O_RDWR | unix.O_TRUNC
 		switch {
 		case ev.flags&(w|unix.O_CREAT) == 0:
-			res := policy.Resolve(ev.path)
+			res := ob.resolve(ev.path)
 			if !ob.pol.Readable(res) {
 				v.Action, v.Target, v.Reason = violation.FileReadData, ev.path, ob.readRule(res)
 				ok = true
@@ -187,7 +194,8 @@ func (ob *observer) maybeRefused(ev fsEvent) bool {
 		if p == "" {
 			continue
 		}
-		if read && !ob.pol.Readable(p) || !read && !ob.pol.Writable(p) {
+		h, _ := ob.m.Host(p)
+		if read && !ob.pol.Readable(h) || !read && !ob.pol.Writable(h) {
 			return true
 		}
 	}
@@ -212,7 +220,7 @@ func (ob *observer) plainlyWritable(ev fsEvent) bool {
 		dir, ok := ob.dirCache[filepath.Dir(p)]
 		ob.dirMu.Unlock()
 		if !ok {
-			dir = policy.Resolve(filepath.Dir(p))
+			dir = ob.resolve(filepath.Dir(p))
 			ob.dirMu.Lock()
 			if len(ob.dirCache) > 4096 {
 				clear(ob.dirCache)
@@ -225,6 +233,13 @@ func (ob *observer) plainlyWritable(ev fsEvent) bool {
 		}
 	}
 	return true
+}
+
+// resolve is the host path sandbox path p reaches, symbolic links
+// resolved on the host.
+func (ob *observer) resolve(p string) string {
+	h, _ := ob.m.Host(p)
+	return policy.Resolve(h)
 }
 
 // writeRule names the rule that makes res read-only.

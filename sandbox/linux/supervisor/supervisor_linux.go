@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/srt-go/srt/policy"
+	"github.com/srt-go/srt/sandbox/linux/fsplan"
 	"github.com/srt-go/srt/sandbox/linux/wire"
 	"github.com/srt-go/srt/seccomp"
 	"github.com/srt-go/srt/violation"
@@ -28,6 +29,10 @@ type Config struct {
 	// TmpDir is the sandbox's private TMPDIR, exempt from the name rules
 	// and never recorded.
 	TmpDir string
+	// Mapping places the host's trees in the sandbox (fsplan.Plan's):
+	// every sandbox path is judged at the host path it reaches, where the
+	// policy's rules are written. The zero value is the host view.
+	Mapping fsplan.Mapping
 	// OnViolation receives each refusal, from the loop's goroutine or the
 	// classifier's; it must not block. It must not be nil.
 	OnViolation func(violation.Violation)
@@ -74,7 +79,7 @@ func New(cfg Config) (*Supervisor, *os.File, error) {
 	}
 	n := &Supervisor{
 		conn: os.NewFile(uintptr(fds[0]), "seccomp-notify"), log: cfg.Logger, stopR: r, stopW: w,
-		loopDone: make(chan struct{}), obs: newObserver(cfg.Policy, cfg.TmpDir, cfg.OnViolation),
+		loopDone: make(chan struct{}), obs: newObserver(cfg.Policy, cfg.TmpDir, cfg.Mapping, cfg.OnViolation),
 		waits: newWaiters(),
 	}
 	if cfg.Seccomp.EmulateCreates {
@@ -82,7 +87,7 @@ func New(cfg Config) (*Supervisor, *os.File, error) {
 		if cfg.Seccomp.RefuseGroupWrite {
 			noWrite |= unix.S_IWGRP
 		}
-		n.cr = newCreator(cfg.Policy, cfg.TmpDir, noWrite, n.waits)
+		n.cr = newCreator(cfg.Policy, cfg.TmpDir, cfg.Mapping, noWrite, n.waits)
 	}
 	n.d = &dispatcher{table: table, on: cfg.OnViolation, log: cfg.Logger, obs: n.obs,
 		observe: cfg.Seccomp.ObserveWrites, cr: n.cr, seen: map[seen]struct{}{}}
