@@ -167,8 +167,15 @@ func (m Mapping) Host(g string) (host string, ok bool) {
 }
 
 // Private reports whether sandbox path g lies in a tree that is the
-// sandbox's own and reaches no host file: a confined view's /tmp.
-func (m Mapping) Private(g string) bool { return m.Confined && policy.Within(g, "/tmp") }
+// sandbox's own and reaches no host file: a confined view's /tmp, where
+// no mount shows a host tree.
+func (m Mapping) Private(g string) bool {
+	if !m.Confined || !policy.Within(g, "/tmp") {
+		return false
+	}
+	_, shown := m.Host(g)
+	return !shown
+}
 
 // Identity reports whether every sandbox path is the host path of the same
 // name (the host view).

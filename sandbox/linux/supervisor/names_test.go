@@ -276,4 +276,25 @@ func TestNameRulesThroughMapping(t *testing.T) {
 			t.Errorf("denied(%s) = %q, want denied %v", tc.path, got, tc.deny)
 		}
 	}
+	// A bind inside /tmp is a host tree, not the private /tmp.
+	p, err = policy.CompileView(policy.ViewRules{
+		Binds:  []policy.ViewBind{{Host: ws, Guest: ws, Writable: true}},
+		System: []string{"/usr"}, Home: t.TempDir(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = newNameRules(p, "/tmp/srt-test", fsplan.ViewMapping(p.View))
+	for _, tc := range []struct {
+		path string
+		kind int
+		deny bool
+	}{
+		{ws + "/.bashrc", kFile, true},
+		{"/tmp/.bashrc", kFile, false},
+	} {
+		if got := c.denied(tc.path, tc.kind); (got != "") != tc.deny {
+			t.Errorf("denied(%s) = %q, want denied %v", tc.path, got, tc.deny)
+		}
+	}
 }
