@@ -13,10 +13,10 @@ import (
 	"github.com/srt-go/srt/violation"
 )
 
-// The sandbox re-executes the running program for its helper roles (the
-// sandbox's PID 1, the placeholder guardian, the Landlock stage): any
-// program that imports this package plays them, with nothing to add.
-func init() { linux.DispatchRole() }
+// dispatchRole is Main's Linux part: the sandbox re-executes the running
+// program for its helper roles (the sandbox's PID 1, the placeholder
+// guardian, the Landlock stage, ssh's ProxyCommand).
+func dispatchRole() { linux.DispatchRole() }
 
 type linuxHost struct {
 	bwrap string

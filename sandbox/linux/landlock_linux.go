@@ -322,6 +322,9 @@ type landlockProcess struct {
 // StartLandlock runs cfg.Argv in the weaker sandbox. It prints the missing
 // guarantees to warn (srt's stderr) before the command starts.
 func StartLandlock(ctx context.Context, cfg Config, warn io.Writer) (*landlockProcess, error) {
+	if err := checkDispatched(); err != nil {
+		return nil, err
+	}
 	if cfg.Policy != nil {
 		if _, notice, err := CreationRules(cfg.Policy, true); err != nil {
 			return nil, &SetupError{err}

@@ -110,6 +110,9 @@ type Process struct {
 // started. ctx bounds the whole run: when it is done the sandbox is killed.
 // Errors are *SetupError.
 func Start(ctx context.Context, cfg Config) (*Process, error) {
+	if err := checkDispatched(); err != nil {
+		return nil, err
+	}
 	lg := cfg.Logger
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
