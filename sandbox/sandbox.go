@@ -304,6 +304,25 @@ func (c *Cmd) Signal(sig os.Signal) error {
 	return c.proc.Signal(sig)
 }
 
+// Resize sets the size of the command's terminal to rows by cols
+// characters, and the command gets SIGWINCH. A caller whose own
+// controlling terminal is the command's stdio need not call it: that
+// terminal's resizes are relayed by themselves. It returns an error when
+// the command is not started or has no terminal, and one wrapping
+// errors.ErrUnsupported on a backend that gives the command no terminal
+// of its own (macOS: the command then uses the caller's terminal, whose
+// size is the caller's to set).
+func (c *Cmd) Resize(rows, cols uint16) error {
+	if c.proc == nil {
+		return errors.New("sandbox: not started")
+	}
+	r, ok := c.proc.(interface{ Resize(rows, cols uint16) error })
+	if !ok {
+		return fmt.Errorf("sandbox: this backend gives the command no terminal of its own: %w", errors.ErrUnsupported)
+	}
+	return r.Resize(rows, cols)
+}
+
 // UpdateNetwork replaces the network lists of the running command
 // (allowedDomains, deniedDomains, deniedDomainReasons,
 // allowlistDenyReason): connections and plain-HTTP requests that start

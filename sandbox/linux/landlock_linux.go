@@ -444,6 +444,14 @@ func StartLandlock(ctx context.Context, cfg Config, warn io.Writer) (*landlockPr
 // Signal forwards sig to the command.
 func (lp *landlockProcess) Signal(sig os.Signal) error { return lp.cmd.Process.Signal(sig) }
 
+// Resize sets the size of the command's terminal, as Process.Resize.
+func (lp *landlockProcess) Resize(rows, cols uint16) error {
+	if lp.term == nil {
+		return errNoTerminal
+	}
+	return lp.term.resize(rows, cols)
+}
+
 // Wait waits for the command, ends what it left running, and cleans up.
 func (lp *landlockProcess) Wait() (int, error) {
 	err := lp.cmd.Wait()

@@ -418,6 +418,18 @@ func (p *Process) Signal(sig os.Signal) error {
 	return unix.Kill(p.pid1, sig.(syscall.Signal))
 }
 
+// Resize sets the size of the command's terminal to rows by cols
+// characters (the command gets SIGWINCH), for a caller that relays a
+// terminal other than its own controlling one (srtd); a resize of srt's
+// controlling terminal is relayed without it. It fails when the command
+// has no terminal (none of its stdio was one).
+func (p *Process) Resize(rows, cols uint16) error {
+	if p.term == nil {
+		return errNoTerminal
+	}
+	return p.term.resize(rows, cols)
+}
+
 // Wait waits for the command and the sandbox's cleanup. It returns the
 // command's exit status (128+N when killed by signal N) with a nil error,
 // or a *SetupError when the sandbox itself failed and the command did not
