@@ -78,6 +78,10 @@ type SetupError struct{ Err error }
 func (e *SetupError) Error() string { return e.Err.Error() }
 func (e *SetupError) Unwrap() error { return e.Err }
 
+// errPlaceholderCleanup is wrapped by Wait's error when the sandbox ran
+// but the guardian could not remove its placeholders from the host.
+var errPlaceholderCleanup = errors.New("cleaning up placeholders")
+
 func setupErr(format string, a ...any) error {
 	return &SetupError{Err: fmt.Errorf(format, a...)}
 }
@@ -463,7 +467,7 @@ func (p *Process) Wait() (int, error) {
 		}
 		if p.guardian != nil {
 			if err := p.guardian.finish(); err != nil && p.err == nil {
-				p.err = setupErr("cleaning up placeholders: %w", err)
+				p.err = &SetupError{fmt.Errorf("%w: %w", errPlaceholderCleanup, err)}
 			}
 		}
 	})
