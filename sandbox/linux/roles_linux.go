@@ -19,7 +19,8 @@ var ErrNoDispatch = errors.New("this program does not call sandbox.Main (linux.D
 
 // DispatchRole runs srt's binary in one of its helper roles when its first
 // argument names one (the sandbox's PID 1, the placeholder guardian, the
-// Landlock stage, ssh's ProxyCommand) and never returns then; otherwise it
+// Landlock stage, ssh's ProxyCommand, the kernel probe of
+// CreationRulesSupported) and never returns then; otherwise it
 // returns at once. Every binary that starts sandboxes (srt, srtd, test
 // binaries from TestMain) calls it as the first statement of main, since
 // the sandbox re-executes that same binary for these roles; Start,
@@ -39,6 +40,8 @@ func DispatchRole() {
 		RunLandlockStage(os.Args[2:])
 	case ProxyConnectArg:
 		RunProxyConnect(os.Args[2:])
+	case creationProbeArg:
+		runCreationProbe()
 	}
 }
 
