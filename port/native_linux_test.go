@@ -15,11 +15,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/srt-go/srt/sandbox/linux"
+	"github.com/srt-go/srt/sandbox"
 )
 
-// The test binary is the sandbox's PID 1 and guardian, as srt's is.
-func init() { linux.DispatchRole() }
+// TestMain: the test binary is the sandbox's PID 1 and guardian, as srt's
+// is (sandbox.Main).
+func TestMain(m *testing.M) {
+	sandbox.Main()
+	os.Exit(m.Run())
+}
 
 func requireNative(t testing.TB) *Runtime {
 	t.Helper()

@@ -18,6 +18,9 @@ type darwinHost struct {
 	log *slog.Logger
 }
 
+// dispatchRole is Main's macOS part: Seatbelt re-executes nothing.
+func dispatchRole() {}
+
 func newHost(s *settings.Settings, lg *slog.Logger) (host, error) {
 	// filesystem.enforceNamesAtCreation needs nothing here: Seatbelt
 	// matches the profile's name rules when a name is created.

@@ -13,10 +13,10 @@ import (
 	"github.com/srt-go/srt/violation"
 )
 
-// The sandbox re-executes the running program for its helper roles (the
-// sandbox's PID 1, the placeholder guardian, the Landlock stage): any
-// program that imports this package plays them, with nothing to add.
-func init() { linux.DispatchRole() }
+// dispatchRole is Main's Linux part: the sandbox re-executes the running
+// program for its helper roles (the sandbox's PID 1, the placeholder
+// guardian, the Landlock stage, ssh's ProxyCommand).
+func dispatchRole() { linux.DispatchRole() }
 
 type linuxHost struct {
 	bwrap string
@@ -51,6 +51,11 @@ func newHost(s *settings.Settings, lg *slog.Logger) (host, error) {
 			}
 			return &linuxHost{log: lg, weak: true}, nil
 		}
+	}
+	if want, _ := s.Filesystem.NamesAtCreation(); want {
+		// Start asks whether the kernel can run the creation-time rules
+		// (a child process, a few ms): have the answer ready by then.
+		go linux.CreationRulesSupported()
 	}
 	return &linuxHost{bwrap: bwrap, log: lg}, nil
 }

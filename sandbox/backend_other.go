@@ -11,6 +11,8 @@ import (
 	"github.com/srt-go/srt/settings"
 )
 
+func dispatchRole() {}
+
 func newHost(*settings.Settings, *slog.Logger) (host, error) {
 	return nil, fmt.Errorf("sandbox: no backend for %s yet: %w", runtime.GOOS, errors.ErrUnsupported)
 }

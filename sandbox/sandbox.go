@@ -11,6 +11,20 @@
 //
 // A Cmd works like an os/exec.Cmd: set its fields, then Start and Wait (or
 // Run). It is single-use.
+//
+// A program that starts sandboxes calls Main as the first statement of its
+// main function (and a test binary from TestMain, before m.Run):
+//
+//	func main() {
+//		sandbox.Main()
+//		...
+//	}
+//
+// On Linux the sandbox re-executes the running binary as its PID 1, its
+// placeholder guardian and its Landlock stage, and Main is where that
+// binary takes up the role. Without it Cmd.Start fails with a *SetupError
+// (wrapping linux.ErrNoDispatch) instead of running the program's main in
+// the role's place.
 package sandbox
 
 import (
@@ -27,6 +41,15 @@ import (
 	"github.com/srt-go/srt/settings"
 	"github.com/srt-go/srt/violation"
 )
+
+// Main runs this process as one of the sandbox's helper roles when the
+// sandbox launched it as one, and then never returns (it exits with the
+// role's status); it returns at once when this process is not a sandbox
+// helper role. Call it first in main, before flags are parsed or anything
+// else runs: the helper roles get their own arguments and descriptors.
+// Until Main has been called, Cmd.Start refuses with a *SetupError. On
+// macOS it only returns.
+func Main() { dispatchRole() }
 
 // Options configure a Manager.
 type Options struct {
@@ -279,6 +302,25 @@ func (c *Cmd) Signal(sig os.Signal) error {
 		return errors.New("sandbox: not started")
 	}
 	return c.proc.Signal(sig)
+}
+
+// Resize sets the size of the command's terminal to rows by cols
+// characters, and the command gets SIGWINCH. A caller whose own
+// controlling terminal is the command's stdio need not call it: that
+// terminal's resizes are relayed by themselves. It returns an error when
+// the command is not started or has no terminal, and one wrapping
+// errors.ErrUnsupported on a backend that gives the command no terminal
+// of its own (macOS: the command then uses the caller's terminal, whose
+// size is the caller's to set).
+func (c *Cmd) Resize(rows, cols uint16) error {
+	if c.proc == nil {
+		return errors.New("sandbox: not started")
+	}
+	r, ok := c.proc.(interface{ Resize(rows, cols uint16) error })
+	if !ok {
+		return fmt.Errorf("sandbox: this backend gives the command no terminal of its own: %w", errors.ErrUnsupported)
+	}
+	return r.Resize(rows, cols)
 }
 
 // UpdateNetwork replaces the network lists of the running command

@@ -9,21 +9,15 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/srt-go/srt/sandbox/linux"
 	"github.com/srt-go/srt/settings"
 	"github.com/srt-go/srt/violation"
 )
 
-// The test binary is the sandbox's PID 1 and guardian, as srt's is.
-func init() {
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case linux.InitArg:
-			linux.RunInit(os.Args[2:])
-		case linux.GuardianArg:
-			linux.RunGuardian(os.Args[2:])
-		}
-	}
+// TestMain: the test binary is the sandbox's PID 1 and guardian, as srt's
+// is.
+func TestMain(m *testing.M) {
+	Main()
+	os.Exit(m.Run())
 }
 
 func requireBwrap(t *testing.T) {

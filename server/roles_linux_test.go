@@ -1,7 +1,15 @@
 package server
 
-import "github.com/srt-go/srt/sandbox/linux"
+import (
+	"os"
+	"testing"
 
-// The test binary starts native terminals, so it plays the roles of srt's
-// binary too; init() dispatches before the tests.
-func init() { linux.DispatchRole() }
+	"github.com/srt-go/srt/sandbox"
+)
+
+// TestMain: the test binary starts native terminals, so it plays the
+// roles of srt's binary too (sandbox.Main) before the tests run.
+func TestMain(m *testing.M) {
+	sandbox.Main()
+	os.Exit(m.Run())
+}

@@ -211,6 +211,8 @@ func TestBadRequests(t *testing.T) {
 		name, body, field string
 	}{
 		{"unknown-field", `{"sessionId":"a","workspaceId":"w","evil":1}`, "evil"},
+		{"unknown-case", `{"sessionId":"a","workspaceId":"w","SessionId":"b"}`, "SessionId"},
+		{"unknown-nested", `{"sessionId":"a","workspaceId":"w","bindMounts":[{"evil":1}]}`, "bindMounts/0/evil"},
 		{"wrong-type", `{"sessionId":"a","workspaceId":"w","bindMounts":"x"}`, "bindMounts"},
 		{"bad-session-id", `{"sessionId":"../x","workspaceId":"w"}`, "sessionId"},
 		{"empty-session-id", `{"workspaceId":"w"}`, "sessionId"},

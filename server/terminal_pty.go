@@ -30,11 +30,12 @@ type ptyProc struct {
 	// tty is the slave srtd keeps open for a native shell: the sandbox
 	// relays between it and a PTY of its own. Nil for a host shell.
 	tty *os.File
-	// native reports a sandboxed shell (resize needs a nudge, see resize).
-	native bool
-	pidv   int
-	waitf  func() int
-	killf  func()
+	// sbx is a native shell's sandbox (resize goes through it); nil for
+	// a host shell.
+	sbx   *sandbox.Cmd
+	pidv  int
+	waitf func() int
+	killf func()
 }
 
 func (p *ptyProc) pid() int  { return p.pidv }
@@ -49,14 +50,15 @@ func (p *ptyProc) resize(cols, rows int) error {
 	if err := pty.Setsize(p.ptmx, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}); err != nil {
 		return err
 	}
-	if p.native {
-		// The kernel signals SIGWINCH to the foreground process group of
-		// our PTY, and there is none: the sandbox's relay holds our slave
-		// as plain stdin. The relay copies the size of our slave to its
-		// own PTY when srtd receives SIGWINCH (sandbox/linux
-		// terminal_linux.go), so send it that signal. Every native
-		// terminal re-reads its size; that is harmless.
-		return unix.Kill(os.Getpid(), unix.SIGWINCH)
+	if p.sbx != nil {
+		// Our PTY has no foreground process group to signal: the
+		// sandbox's relay holds our slave as plain stdin and gives the
+		// shell a PTY of its own, which is the one to resize. A backend
+		// without a PTY of its own (macOS) has the shell on ours, just
+		// resized.
+		if err := p.sbx.Resize(uint16(rows), uint16(cols)); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+			return err
+		}
 	}
 	return nil
 }
@@ -217,7 +219,7 @@ func startNativeShell(ctx context.Context, cfg TerminalConfig, cwd string, env [
 		tty.Close()
 		return nil, err
 	}
-	p := &ptyProc{ptmx: ptmx, tty: tty, native: true, killf: cancel}
+	p := &ptyProc{ptmx: ptmx, tty: tty, sbx: cmd, killf: cancel}
 	p.waitf = func() int {
 		err := cmd.Wait()
 		cancel()

@@ -15,9 +15,13 @@ import (
 	"os"
 
 	"github.com/srt-go/srt/microvm/guest"
+	"github.com/srt-go/srt/sandbox"
 )
 
 func main() {
+	// First: the same binary is the sandbox's PID 1, its placeholder
+	// guardian, its Landlock stage and ssh's ProxyCommand.
+	sandbox.Main()
 	// Built static (CGO_ENABLED=0), the same binary is the microvm
 	// backend's guest /init: no second program to build or install.
 	if guest.IsInit() {

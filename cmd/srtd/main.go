@@ -39,10 +39,14 @@ import (
 
 	"github.com/srt-go/srt/microvm/guest"
 	"github.com/srt-go/srt/port"
+	"github.com/srt-go/srt/sandbox"
 	"github.com/srt-go/srt/server"
 )
 
 func main() {
+	// First: srtd is also, for the sandboxes it starts, their PID 1,
+	// placeholder guardian, Landlock stage and ssh's ProxyCommand.
+	sandbox.Main()
 	// Built static (CGO_ENABLED=0), srtd is the microvm guest's /init too.
 	if guest.IsInit() {
 		guest.Main()

@@ -2,11 +2,13 @@ package linux
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/srt-go/srt/policy"
 	"github.com/srt-go/srt/settings"
+	"golang.org/x/sys/unix"
 )
 
 // TestCreationRulesDecision: the key's three states against a host that
@@ -41,7 +43,7 @@ func TestCreationRulesDecision(t *testing.T) {
 				if tc.supported {
 					return nil
 				}
-				return errors.New("kernel 5.4 is older than 5.14")
+				return &missingCapability{capAddFD, unix.EINVAL}
 			}
 			s := settings.Default()
 			s.Filesystem.EnforceNamesAtCreation = tc.key
@@ -69,10 +71,45 @@ func TestCreationRulesDecision(t *testing.T) {
 	}
 }
 
-func TestLeadingInt(t *testing.T) {
-	for in, want := range map[string]int{"6": 6, "14-amd64": 14, "": 0, "x": 0, "18": 18} {
-		if got := leadingInt(in); got != want {
-			t.Errorf("leadingInt(%q) = %d, want %d", in, got, want)
+// TestMain plays the kernel probe's role only (creationProbeArg): the
+// package's other roles are not needed by its tests, and
+// TestStartWithoutDispatch wants DispatchRole never called.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == creationProbeArg {
+		runCreationProbe()
+	}
+	os.Exit(m.Run())
+}
+
+// TestCreationProbe asks this kernel (6.x, the test machines') and wants
+// every capability there, then fakes each refusal and wants its sentence
+// to name what is missing.
+func TestCreationProbe(t *testing.T) {
+	if err := probeOpenat2(); err != nil {
+		t.Errorf("openat2: %v", err)
+	}
+	if err := probeSeccomp("/proc/self/exe"); err != nil {
+		t.Errorf("seccomp: %v", err)
+	}
+	for _, tc := range []struct{ line, want string }{
+		{"listener 22", "seccomp notification listener installed with TSYNC"},
+		{"addfd 22", "SECCOMP_IOCTL_NOTIF_ADDFD with SECCOMP_ADDFD_FLAG_SEND (Linux 5.14): invalid argument"},
+		{"addfd -1", "SECCOMP_ADDFD_FLAG_SEND"},
+		{"", "unexpected answer"},
+		{"ok 1", "unexpected answer"},
+	} {
+		err := creationProbeVerdict(tc.line)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("verdict %q: %v, want one naming %q", tc.line, err, tc.want)
 		}
+	}
+	if err := creationProbeVerdict("addfd 22"); !errors.Is(err, unix.EINVAL) {
+		t.Errorf("verdict wraps no EINVAL: %v", err)
+	}
+	if err := creationProbeVerdict("ok"); err != nil {
+		t.Errorf("verdict ok: %v", err)
+	}
+	if err := (&missingCapability{capOpenat2, unix.ENOSYS}).Error(); !strings.Contains(err, "openat2") {
+		t.Errorf("openat2 sentence %q", err)
 	}
 }

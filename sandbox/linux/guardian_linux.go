@@ -61,6 +61,9 @@ type guardian struct {
 
 // startGuardian starts the guardian for one sandbox.
 func startGuardian(stateDir string) (*guardian, error) {
+	if err := checkDispatched(); err != nil {
+		return nil, err
+	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("guardian socketpair: %w", err)

@@ -332,6 +332,9 @@ type landlockProcess struct {
 // Config's fields it ignores BwrapPath and Agent, and records no
 // filesystem refusals (ObserveFilesystem), which it lists as missing.
 func StartLandlock(ctx context.Context, cfg Config, warn io.Writer) (*landlockProcess, error) {
+	if err := checkDispatched(); err != nil {
+		return nil, err
+	}
 	if cfg.Policy != nil {
 		if _, notice, err := CreationRules(cfg.Policy, true); err != nil {
 			return nil, &SetupError{err}
@@ -483,6 +486,14 @@ func StartLandlock(ctx context.Context, cfg Config, warn io.Writer) (*landlockPr
 
 // Signal forwards sig to the command.
 func (lp *landlockProcess) Signal(sig os.Signal) error { return lp.cmd.Process.Signal(sig) }
+
+// Resize sets the size of the command's terminal, as Process.Resize.
+func (lp *landlockProcess) Resize(rows, cols uint16) error {
+	if lp.term == nil {
+		return errNoTerminal
+	}
+	return lp.term.resize(rows, cols)
+}
 
 // Wait waits for the command, ends what it left running, and cleans up.
 func (lp *landlockProcess) Wait() (int, error) {

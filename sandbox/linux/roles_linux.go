@@ -1,14 +1,33 @@
 package linux
 
-import "os"
+import (
+	"errors"
+	"os"
+	"sync/atomic"
+)
+
+// dispatched records that this program called DispatchRole: only then may
+// it start sandboxes, since each re-executes this same binary in a role.
+var dispatched atomic.Bool
+
+// ErrNoDispatch is why a sandbox does not start in a program whose main
+// does not call DispatchRole (sandbox.Main) first: the sandbox re-executes
+// the running binary as its PID 1, guardian and Landlock stage, and that
+// binary would run the program's own main in their place.
+var ErrNoDispatch = errors.New("this program does not call sandbox.Main (linux.DispatchRole) first in main, " +
+	"so it cannot be the sandbox's PID 1, guardian or Landlock stage; refusing to start a sandbox")
 
 // DispatchRole runs srt's binary in one of its helper roles when its first
 // argument names one (the sandbox's PID 1, the placeholder guardian, the
-// Landlock stage, ssh's ProxyCommand) and never returns then; otherwise it
-// returns at once. Every binary that starts sandboxes (srt, srtd, tests)
-// calls it first thing, from init, since the sandbox re-executes that same
-// binary for these roles.
+// Landlock stage, ssh's ProxyCommand, the kernel probe of
+// CreationRulesSupported) and never returns then; otherwise it
+// returns at once. Every binary that starts sandboxes (srt, srtd, test
+// binaries from TestMain) calls it as the first statement of main, since
+// the sandbox re-executes that same binary for these roles; Start,
+// StartWarm and StartLandlock refuse with ErrNoDispatch until it was
+// called.
 func DispatchRole() {
+	dispatched.Store(true)
 	if len(os.Args) < 2 {
 		return
 	}
@@ -21,5 +40,16 @@ func DispatchRole() {
 		RunLandlockStage(os.Args[2:])
 	case ProxyConnectArg:
 		RunProxyConnect(os.Args[2:])
+	case creationProbeArg:
+		runCreationProbe()
 	}
+}
+
+// checkDispatched returns a *SetupError wrapping ErrNoDispatch unless
+// DispatchRole was called.
+func checkDispatched() error {
+	if !dispatched.Load() {
+		return &SetupError{ErrNoDispatch}
+	}
+	return nil
 }

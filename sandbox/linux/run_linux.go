@@ -80,6 +80,10 @@ type SetupError struct{ Err error }
 func (e *SetupError) Error() string { return e.Err.Error() }
 func (e *SetupError) Unwrap() error { return e.Err }
 
+// errPlaceholderCleanup is wrapped by Wait's error when the sandbox ran
+// but the guardian could not remove its placeholders from the host.
+var errPlaceholderCleanup = errors.New("cleaning up placeholders")
+
 func setupErr(format string, a ...any) error {
 	return &SetupError{Err: fmt.Errorf(format, a...)}
 }
@@ -112,6 +116,9 @@ type Process struct {
 // started. ctx bounds the whole run: when it is done the sandbox is killed.
 // Errors are *SetupError.
 func Start(ctx context.Context, cfg Config) (*Process, error) {
+	if err := checkDispatched(); err != nil {
+		return nil, err
+	}
 	lg := cfg.Logger
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
@@ -410,6 +417,18 @@ func (p *Process) Signal(sig os.Signal) error {
 	return unix.Kill(p.pid1, sig.(syscall.Signal))
 }
 
+// Resize sets the size of the command's terminal to rows by cols
+// characters (the command gets SIGWINCH), for a caller that relays a
+// terminal other than its own controlling one (srtd); a resize of srt's
+// controlling terminal is relayed without it. It fails when the command
+// has no terminal (none of its stdio was one).
+func (p *Process) Resize(rows, cols uint16) error {
+	if p.term == nil {
+		return errNoTerminal
+	}
+	return p.term.resize(rows, cols)
+}
+
 // Wait waits for the command and the sandbox's cleanup. It returns the
 // command's exit status (128+N when killed by signal N) with a nil error,
 // or a *SetupError when the sandbox itself failed and the command did not
@@ -443,7 +462,7 @@ func (p *Process) Wait() (int, error) {
 		}
 		if p.guardian != nil {
 			if err := p.guardian.finish(); err != nil && p.err == nil {
-				p.err = setupErr("cleaning up placeholders: %w", err)
+				p.err = &SetupError{fmt.Errorf("%w: %w", errPlaceholderCleanup, err)}
 			}
 		}
 	})

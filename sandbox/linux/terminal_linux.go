@@ -1,6 +1,7 @@
 package linux
 
 import (
+	"errors"
 	"io"
 	"os"
 	"os/signal"
@@ -33,6 +34,9 @@ type terminal struct {
 	winch   chan os.Signal
 	drained chan struct{}
 }
+
+// errNoTerminal: Resize of a command none of whose stdio is a terminal.
+var errNoTerminal = errors.New("the sandboxed command has no terminal to resize")
 
 func isTerminal(x any) (*os.File, bool) {
 	f, ok := x.(*os.File)
@@ -92,7 +96,13 @@ func (t *terminal) start() {
 		}
 	}
 	t.winch = make(chan os.Signal, 1)
-	signal.Notify(t.winch, unix.SIGWINCH)
+	// The kernel tells srt of a resize with SIGWINCH only when the
+	// caller's terminal is srt's controlling terminal (the command line);
+	// srtd, which holds a terminal of its own for each session, calls
+	// resize instead.
+	if controlling(t.real) {
+		signal.Notify(t.winch, unix.SIGWINCH)
+	}
 	go func() {
 		for range t.winch {
 			pty.InheritSize(t.real, t.ptmx)
@@ -123,6 +133,20 @@ func (t *terminal) close() {
 	}
 	t.tty.Close()
 	t.ptmx.Close()
+}
+
+// resize sets the size of the command's pty to rows by cols characters;
+// the kernel signals SIGWINCH to its foreground process group.
+func (t *terminal) resize(rows, cols uint16) error {
+	return unix.IoctlSetWinsize(int(t.ptmx.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: rows, Col: cols})
+}
+
+// controlling reports whether f is the controlling terminal of this
+// process's session.
+func controlling(f *os.File) bool {
+	sid, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGSID)
+	own, err2 := unix.Getsid(0)
+	return err == nil && err2 == nil && sid == own
 }
 
 func foreground(f *os.File) bool {

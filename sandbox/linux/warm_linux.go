@@ -309,7 +309,8 @@ func (w *Warm) BwrapPID() int { return w.proc.cmd.Process.Pid }
 func (w *Warm) Done() <-chan struct{} { return w.done }
 
 // Kill ends the sandbox: every process in it, its proxies and its
-// placeholders; it returns once all are gone. It is idempotent.
+// placeholders; it returns once all are gone. It is idempotent. Its error
+// is the *SetupError of a failed placeholder cleanup, else nil.
 func (w *Warm) Kill() error {
 	// SIGKILL to bubblewrap: PID 1 has PR_SET_PDEATHSIG from
 	// --die-with-parent, and the kernel kills the whole PID namespace
@@ -319,8 +320,9 @@ func (w *Warm) Kill() error {
 		unix.Kill(pid, unix.SIGKILL)
 	}
 	<-w.done
-	var se *SetupError
-	if errors.As(w.err, &se) && strings.Contains(se.Error(), "placeholders") {
+	// Only a failed cleanup is the caller's business once it kills the
+	// sandbox: how the sandbox ended is not.
+	if errors.Is(w.err, errPlaceholderCleanup) {
 		return w.err
 	}
 	return nil

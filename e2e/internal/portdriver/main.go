@@ -15,10 +15,8 @@ import (
 	"time"
 
 	"github.com/srt-go/srt/port"
-	"github.com/srt-go/srt/sandbox/linux"
+	"github.com/srt-go/srt/sandbox"
 )
-
-func init() { linux.DispatchRole() }
 
 type request struct {
 	Spec    port.Spec         `json:"spec"`
@@ -45,6 +43,7 @@ type execOut struct {
 }
 
 func main() {
+	sandbox.Main()
 	var req request
 	if err := json.NewDecoder(os.Stdin).Decode(&req); err != nil {
 		os.Stderr.WriteString(err.Error() + "\n")
