@@ -52,11 +52,6 @@ func newHost(s *settings.Settings, lg *slog.Logger) (host, error) {
 			return &linuxHost{log: lg, weak: true}, nil
 		}
 	}
-	if want, _ := s.Filesystem.NamesAtCreation(); want {
-		// Start asks whether the kernel can run the creation-time rules
-		// (a child process, a few ms): have the answer ready by then.
-		go linux.CreationRulesSupported()
-	}
 	return &linuxHost{bwrap: bwrap, log: lg}, nil
 }
 

@@ -68,3 +68,29 @@ func InstallListener(prog []bpf.RawInstruction) (int, error) {
 	}
 	return setModeFilterListener(filter)
 }
+
+// ThreadListener installs prog on the calling OS thread only, with
+// no_new_privs set on that thread alone, and returns the notification
+// listener: for asking the kernel what it supports without filtering the
+// process. The flags are SECCOMP_FILTER_FLAG_NEW_LISTENER and
+// SECCOMP_FILTER_FLAG_TSYNC_ESRCH (Linux 5.7; it means nothing without
+// TSYNC but is refused by a kernel that does not know it), so success
+// says the kernel can give InstallListener's listener.
+//
+// The thread is spoiled for good: the caller must have locked its
+// goroutine to it (runtime.LockOSThread) and must let the goroutine end
+// without unlocking it, so that the Go runtime ends the thread, filter and
+// no_new_privs with it.
+func ThreadListener(prog []bpf.RawInstruction) (int, error) {
+	if len(prog) == 0 || len(prog) > maxInstructions {
+		return -1, fmt.Errorf("seccomp filter has %d instructions, want 1 to %d", len(prog), maxInstructions)
+	}
+	filter := make([]unix.SockFilter, len(prog))
+	for i, ins := range prog {
+		filter[i] = unix.SockFilter{Code: ins.Op, Jt: ins.Jt, Jf: ins.Jf, K: ins.K}
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return -1, fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
+	}
+	return setThreadFilterListener(filter)
+}

@@ -45,3 +45,18 @@ func setModeFilterListener(filter []unix.SockFilter) (int, error) {
 	}
 	return int(r1), nil
 }
+
+// setThreadFilterListener calls seccomp(SECCOMP_SET_MODE_FILTER,
+// TSYNC_ESRCH|NEW_LISTENER, &prog), for the calling thread only, and
+// returns the listener.
+func setThreadFilterListener(filter []unix.SockFilter) (int, error) {
+	fprog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	const flags = unix.SECCOMP_FILTER_FLAG_TSYNC_ESRCH | unix.SECCOMP_FILTER_FLAG_NEW_LISTENER
+	r1, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags,
+		uintptr(unsafe.Pointer(&fprog)))
+	runtime.KeepAlive(filter)
+	if errno != 0 {
+		return -1, fmt.Errorf("seccomp(SECCOMP_SET_MODE_FILTER, TSYNC_ESRCH|NEW_LISTENER): %w", errno)
+	}
+	return int(r1), nil
+}

@@ -1,15 +1,12 @@
 package linux
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/srt-go/srt/policy"
 	"github.com/srt-go/srt/seccomp"
@@ -41,22 +38,16 @@ func (e *missingCapability) Error() string {
 }
 func (e *missingCapability) Unwrap() error { return e.err }
 
-// creationProbeArg makes srt's binary run creationProbeChild: the
-// seccomp half of the probe installs a filter, which is irreversible, so
-// it runs in a child of its own and never in srt's process.
-const creationProbeArg = "--srt-probe-creation"
-
 // creationSupport asks the kernel once per process, when a sandbox first
-// needs the answer: openat2 here, the seccomp calls in a child (about the
-// cost of one exec of srt's binary).
+// needs the answer: openat2, then the seccomp calls on a throwaway thread
+// of srt's own (about a hundred microseconds; installing a filter is
+// irreversible, and the thread, which ends with its goroutine, is the
+// only one that gets it).
 var creationSupport = sync.OnceValue(func() error {
 	if err := probeOpenat2(); err != nil {
 		return err
 	}
-	if err := checkDispatched(); err != nil {
-		return fmt.Errorf("cannot ask the kernel for %s: %w", capAddFD, err)
-	}
-	return probeSeccomp("/proc/self/exe")
+	return probeSeccomp()
 })
 
 // probeOpenat2 opens "/" with openat2; ENOSYS (or a container's seccomp
@@ -70,85 +61,45 @@ func probeOpenat2() error {
 	return nil
 }
 
-// probeSeccomp runs exe (srt's binary) in creationProbeArg's role and
-// reads its verdict.
-func probeSeccomp(exe string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, exe, creationProbeArg).Output()
-	if err != nil {
-		return fmt.Errorf("asking the kernel for %s: %w", capAddFD, err)
-	}
-	return creationProbeVerdict(strings.TrimSpace(string(out)))
-}
-
-// creationProbeVerdict reads the child's line: "ok", or the step that
-// failed ("listener" or "addfd") and the errno, as a number.
-func creationProbeVerdict(line string) error {
-	step, num, _ := strings.Cut(line, " ")
-	if step == "ok" && num == "" {
-		return nil
-	}
-	n, err := strconv.Atoi(num)
-	if err != nil {
-		return fmt.Errorf("asking the kernel for %s: unexpected answer %q", capAddFD, line)
-	}
-	var cerr error = unix.Errno(n)
-	if n < 0 {
-		cerr = errors.New("not installed")
-	}
-	switch step {
-	case "listener":
-		return &missingCapability{capListener, cerr}
-	case "addfd":
-		return &missingCapability{capAddFD, cerr}
-	}
-	return fmt.Errorf("asking the kernel for %s: unexpected answer %q", capAddFD, line)
-}
-
-// runCreationProbe is the child's main function; it prints its verdict
-// and exits.
-func runCreationProbe() {
-	fmt.Println(creationProbeChild())
-	os.Exit(0)
-}
-
-// creationProbeChild installs a filter that allows every call, with a
-// notification listener (TSYNC|TSYNC_ESRCH|NEW_LISTENER, as PID 1 does),
+// probeSeccomp installs a filter that allows every call, with a
+// notification listener, on a thread of its own (seccomp.ThreadListener),
 // then asks for ADDFD with SECCOMP_ADDFD_FLAG_SEND on a notification that
 // does not exist: a kernel that knows the flag looks the notification up
 // and answers ENOENT; one that does not refuses the flags (EINVAL, also
 // the answer of a kernel without the ADDFD ioctl at all).
-func creationProbeChild() string {
-	allow := []bpf.RawInstruction{{Op: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW}}
-	l, err := seccomp.InstallListener(allow)
-	if err != nil {
-		return "listener " + probeErrno(err)
-	}
-	if _, err := seccomp.AddFDSend(l, 0, l, true); err != nil && !errors.Is(err, unix.ENOENT) {
-		return "addfd " + probeErrno(err)
-	}
-	return "ok"
-}
-
-// probeErrno is err's errno as a number, -1 when it wraps none.
-func probeErrno(err error) string {
-	var e unix.Errno
-	if errors.As(err, &e) {
-		return strconv.Itoa(int(e))
-	}
-	return "-1"
+func probeSeccomp() error {
+	res := make(chan error, 1)
+	go func() {
+		// Never unlocked: the thread ends with this goroutine, and the
+		// filter and no_new_privs with it. No other thread inherits them
+		// meanwhile: the Go runtime creates threads from its template
+		// thread, never from a locked one (runtime.newm), and
+		// no_new_privs on a thread srt forks from would strip a setuid
+		// bubblewrap of its bit.
+		runtime.LockOSThread()
+		allow := []bpf.RawInstruction{{Op: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW}}
+		l, err := seccomp.ThreadListener(allow)
+		if err != nil {
+			res <- &missingCapability{capListener, err}
+			return
+		}
+		defer unix.Close(l)
+		if _, err := seccomp.AddFDSend(l, 0, l, true); err != nil && !errors.Is(err, unix.ENOENT) {
+			res <- &missingCapability{capAddFD, err}
+			return
+		}
+		res <- nil
+	}()
+	return <-res
 }
 
 // CreationRulesSupported returns nil when this kernel can run the
 // creation-time name rules, else why not, naming the missing capability.
-// The first call asks the kernel (openat2, and the seccomp calls in a
-// child process of srt's binary, which needs DispatchRole); later calls
-// return the same answer.
+// The first call asks the kernel; later calls return the same answer.
 func CreationRulesSupported() error { return creationSupport() }
 
 // CreationRules decides whether a sandbox for p enforces names at creation
-// time (filesystem.enforceNamesAtCreation, create_linux.go), in the
+// time (filesystem.enforceNamesAtCreation, sandbox/linux/supervisor), in the
 // weaker Landlock sandbox when weak. Absent, the key means "on where the
 // host can": where it cannot, the run goes on with the mounts alone (the
 // names that exist, and placeholders for the missing ones at the top of

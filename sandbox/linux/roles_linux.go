@@ -40,8 +40,6 @@ func DispatchRole() {
 		RunLandlockStage(os.Args[2:])
 	case ProxyConnectArg:
 		RunProxyConnect(os.Args[2:])
-	case creationProbeArg:
-		runCreationProbe()
 	}
 }
 
