@@ -206,5 +206,4 @@ func mergeEnv(base, over []string) []string {
 	return out
 }
 
-
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
