@@ -1,4 +1,5 @@
 // Package client is a small Go client of srtd's HTTP API (api/openapi.json).
+// The bodies it sends and reads are package api's, the server's own.
 //
 //	c := client.New("http://127.0.0.1:7777", token)
 //	h, err := c.Launch(ctx, port.Spec{SessionID: "s1", WorkspaceID: "w", Mode: port.ModeChat}, "")
@@ -20,6 +21,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/srt-go/srt/api"
 	"github.com/srt-go/srt/port"
 )
 
@@ -47,14 +49,18 @@ func ReadToken(path string) (string, error) {
 	return strings.TrimSpace(string(b)), nil
 }
 
-// Error is an error answer of srtd.
+// Error is an error answer of srtd (body api.Error).
 type Error struct {
 	// Status is the HTTP status: 400 bad request (Field names the field),
 	// 401 bad token, 404 unknown session, 409 illegal transition or
-	// conflict, 413 body too large, 429 a limit, 503 backend unavailable.
-	Status  int
-	Message string `json:"error"`
-	Field   string `json:"field"`
+	// conflict, 413 body too large, 422 unenforceable policy, 429 a limit,
+	// 503 backend unavailable (see api.Error).
+	Status int
+	// Message is api.Error.Error, or the body as text when it is not an
+	// api.Error.
+	Message string
+	// Field is api.Error.Field.
+	Field string
 }
 
 func (e *Error) Error() string {
@@ -100,8 +106,11 @@ func (c *Client) do(ctx context.Context, method, path string, body any, want int
 		defer resp.Body.Close()
 		e := &Error{Status: resp.StatusCode}
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		if json.Unmarshal(b, e) != nil {
+		var body api.Error
+		if json.Unmarshal(b, &body) != nil {
 			e.Message = strings.TrimSpace(string(b))
+		} else {
+			e.Message, e.Field = body.Error, body.Field
 		}
 		return nil, e
 	}
@@ -131,17 +140,12 @@ func (c *Client) Probe(ctx context.Context) (port.Probe, error) {
 	return p, c.call(ctx, "GET", "/v1/probe", nil, http.StatusOK, &p)
 }
 
-// LaunchRequest is the body of POST /v1/sandboxes: a Spec plus the
-// backend. NetworkEnabled of the Spec is sent as it is.
-type LaunchRequest struct {
-	port.Spec
-	Backend port.Backend `json:"backend,omitempty"`
-}
-
 // Launch starts a sandbox. backend "" means srtd's default.
+// spec.NetworkEnabled is sent as it is (false stays false).
 func (c *Client) Launch(ctx context.Context, spec port.Spec, backend port.Backend) (port.Handle, error) {
 	var h port.Handle
-	return h, c.call(ctx, "POST", "/v1/sandboxes", LaunchRequest{Spec: spec, Backend: backend}, http.StatusCreated, &h)
+	req := api.LaunchRequest{Spec: spec, NetworkEnabled: &spec.NetworkEnabled, Backend: backend}
+	return h, c.call(ctx, "POST", "/v1/sandboxes", req, http.StatusCreated, &h)
 }
 
 // Get returns a session's handle.
@@ -168,15 +172,8 @@ func (c *Client) Destroy(ctx context.Context, sessionID string) (port.Handle, er
 	return h, c.call(ctx, "DELETE", "/v1/sandboxes/"+sessionID, nil, http.StatusOK, &h)
 }
 
-// ExecRequest is the body of POST /v1/sandboxes/{id}/exec.
-type ExecRequest struct {
-	Argv        []string          `json:"argv"`
-	Env         map[string]string `json:"env,omitempty"`
-	Cwd         string            `json:"cwd,omitempty"`
-	Stdin       *string           `json:"stdin,omitempty"`
-	StdinBase64 *string           `json:"stdinBase64,omitempty"`
-	TimeoutMs   int64             `json:"timeoutMs,omitempty"`
-}
+// ExecRequest is the body of POST /v1/sandboxes/{id}/exec, api.ExecRequest.
+type ExecRequest = api.ExecRequest
 
 // Exec runs a command and returns its events in order. The sequence ends
 // after the exit or killed event; an error ends it early. Stopping the

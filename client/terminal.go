@@ -10,29 +10,14 @@ import (
 	"sync"
 
 	"github.com/coder/websocket"
-	"github.com/srt-go/srt/port"
+	"github.com/srt-go/srt/api"
 )
 
-// TerminalRequest is the body of POST /v1/terminals.
-type TerminalRequest struct {
-	// Backend is "none" (default, the host shell) or "native".
-	Backend port.Backend      `json:"backend,omitempty"`
-	Cwd     string            `json:"cwd,omitempty"`
-	Cols    int               `json:"cols,omitempty"`
-	Rows    int               `json:"rows,omitempty"`
-	Env     map[string]string `json:"env,omitempty"`
-}
+// TerminalRequest is the body of POST /v1/terminals, api.TerminalRequest.
+type TerminalRequest = api.TerminalRequest
 
-// TerminalInfo describes a terminal session.
-type TerminalInfo struct {
-	ID        string       `json:"id"`
-	Backend   port.Backend `json:"backend"`
-	State     string       `json:"state"`
-	Pid       int          `json:"pid,omitempty"`
-	Cwd       string       `json:"cwd"`
-	ExitCode  *int         `json:"exitCode,omitempty"`
-	WebSocket string       `json:"websocket"`
-}
+// TerminalInfo describes a terminal session, api.TerminalInfo.
+type TerminalInfo = api.TerminalInfo
 
 // Terminal is an attached terminal session. Read returns the PTY's
 // output; Write types; Wait returns the shell's exit code.
@@ -99,13 +84,10 @@ func (t *Terminal) read() {
 			}
 			continue
 		}
-		var m struct {
-			Type     string `json:"type"`
-			ExitCode int    `json:"exitCode"`
-		}
-		if json.Unmarshal(b, &m) == nil && m.Type == "exit" {
+		var m api.TerminalMessage
+		if json.Unmarshal(b, &m) == nil && m.Type == api.TerminalExit && m.ExitCode != nil {
 			t.mu.Lock()
-			t.code = m.ExitCode
+			t.code = *m.ExitCode
 			t.mu.Unlock()
 		}
 	}
@@ -125,7 +107,7 @@ func (t *Terminal) Write(p []byte) (int, error) {
 
 // Resize sets the terminal's size.
 func (t *Terminal) Resize(cols, rows int) error {
-	b, _ := json.Marshal(map[string]any{"type": "resize", "cols": cols, "rows": rows})
+	b, _ := json.Marshal(api.TerminalMessage{Type: api.TerminalResize, Cols: cols, Rows: rows})
 	return t.conn.Write(t.ctx, websocket.MessageText, b)
 }
 

@@ -39,8 +39,8 @@ func requireQEMUStrict(t *testing.T) {
 	t.Fatal(why + " (set SRT_E2E_ALLOW_SKIP=1 to skip instead)")
 }
 
-// termDetails reads GET /v1/terminals/{id} raw: the client's
-// TerminalInfo has no details.
+// termDetails reads GET /v1/terminals/{id} raw: the client has no call
+// for it.
 func termDetails(t *testing.T, d *srtd, id string) map[string]any {
 	t.Helper()
 	req, _ := http.NewRequest("GET", d.url+"/v1/terminals/"+id, nil)

@@ -7,11 +7,14 @@ import (
 	"github.com/srt-go/srt/proxy"
 )
 
-// State is a VM's lifecycle state (seed 000, "SandboxState").
+// State is a VM's lifecycle state: seed 000's SandboxState, the one set
+// of states for a VM and for a port session (port.State is this type; a
+// session on any backend moves through the same states, see
+// port.CanTransition).
 type State string
 
 const (
-	StateCreated   State = "created"   // Launch has not booted it yet
+	StateCreated   State = "created"   // launched, not booted (not ready) yet
 	StateWarm      State = "warm"      // booted, agent ready, nothing running
 	StateActive    State = "active"    // at least one Exec process running
 	StateSuspended State = "suspended" // paused, maybe snapshotted to disk
@@ -19,7 +22,9 @@ const (
 	StateError     State = "error"     // boot failed or QEMU died; see VM.Err
 )
 
-// EventType names an event (seed 000, "Événements du bac à sable").
+// EventType names an event (seed 000, "Événements du bac à sable"): the
+// one set for a VM's stream and a port exec's (port.EventType is this
+// type).
 type EventType string
 
 const (
@@ -32,7 +37,10 @@ const (
 	EventViolation EventType = "violation"
 )
 
-// Event is one entry of a VM's event stream.
+// Event is one entry of a VM's event stream. It is not port.Event: a VM
+// numbers its processes (ExecID int, the Process.ID), always has an exit
+// status, and reports the proxies' own Violation; port.Event is the wire
+// form srtd sends (Seq, a string ExecID, an optional ExitCode).
 type Event struct {
 	Type EventType
 	Time time.Time

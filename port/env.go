@@ -9,7 +9,8 @@ import (
 // EnvAllowList are the host variables a launched process inherits (seed
 // 000: "environnement assaini"): ordinary settings only, never the
 // server's tokens or keys. LC_* variables are kept too. Everything else of
-// the server's environment is dropped; ExecRequest.Env adds to this.
+// the server's environment is dropped; ExecRequest.Env adds to this. srtd's
+// terminals start from the same list (server/terminal_profile.go).
 var EnvAllowList = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "COLORTERM", "TZ"}
 
 // defaultPath is PATH when the server has none.

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/srt-go/srt/internal/execpath"
 	"github.com/srt-go/srt/internal/pdeathsig"
 )
 
@@ -128,49 +129,13 @@ func (p *noneProc) wait() (int, int) {
 	return ws.ExitStatus(), 0
 }
 
-// lookPath finds argv0 in env's PATH (not the server's), as execvp would;
-// a failure is a *startError with the shell's code.
+// lookPath finds argv0 in env's PATH (not the server's), relative to dir,
+// as execvp would; a failure is a *startError with the shell's code.
 func lookPath(argv0 string, env []string, dir string) (string, error) {
-	exe := func(p string) error {
-		fi, err := os.Stat(p)
-		if err != nil {
-			return err
-		}
-		if fi.IsDir() || fi.Mode()&0o111 == 0 {
-			return os.ErrPermission
-		}
-		return nil
+	p, err := execpath.Lookup(argv0, execpath.PathOf(env, defaultPath), dir, os.Stat)
+	var e *execpath.Error
+	if errors.As(err, &e) {
+		return "", &startError{e.Code(), e.Error()}
 	}
-	if strings.Contains(argv0, "/") {
-		p := argv0
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(dir, p)
-		}
-		if err := exe(p); err != nil {
-			if errors.Is(err, os.ErrPermission) {
-				return "", &startError{126, argv0 + ": permission denied"}
-			}
-			return "", &startError{127, argv0 + ": no such file or directory"}
-		}
-		return p, nil
-	}
-	path := defaultPath
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			path = v
-		}
-	}
-	for _, d := range filepath.SplitList(path) {
-		if d == "" {
-			d = "."
-		}
-		p := filepath.Join(d, argv0)
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(dir, p)
-		}
-		if exe(p) == nil {
-			return p, nil
-		}
-	}
-	return "", &startError{127, argv0 + ": command not found"}
+	return p, err
 }

@@ -12,6 +12,8 @@ import (
 	"context"
 	"io"
 	"time"
+
+	"github.com/srt-go/srt/microvm"
 )
 
 // Backend is where a session's processes run (seed 000, "SandboxBackend").
@@ -79,16 +81,19 @@ type Spec struct {
 	ExecGrantRoots []string `json:"execGrantRoots"`
 }
 
-// State is seed 000's SandboxState.
-type State string
+// State is seed 000's SandboxState. It is microvm.State: the seed names
+// one set of states for a session on any backend and for a VM, declared
+// once, in the lower package.
+type State = microvm.State
 
+// The states; port/state.go holds the legal transitions.
 const (
-	StateCreated   State = "created"
-	StateWarm      State = "warm"
-	StateActive    State = "active"
-	StateSuspended State = "suspended"
-	StateDestroyed State = "destroyed"
-	StateError     State = "error"
+	StateCreated   = microvm.StateCreated   // launched, not ready yet
+	StateWarm      = microvm.StateWarm      // ready, nothing running
+	StateActive    = microvm.StateActive    // at least one exec running
+	StateSuspended = microvm.StateSuspended // frozen by Suspend
+	StateDestroyed = microvm.StateDestroyed // Destroy ran; the handle is dead
+	StateError     = microvm.StateError     // the backend failed; Handle.Error says why
 )
 
 // Handle is seed 000's SandboxHandle: what a launch returns. Backend is
@@ -110,16 +115,18 @@ type Violation struct {
 }
 
 // EventType names an exec event (seed 000, "Événements du bac à sable").
-type EventType string
+// It is microvm.EventType, declared once in the lower package.
+type EventType = microvm.EventType
 
+// The event types.
 const (
-	EventStarting  EventType = "starting"
-	EventReady     EventType = "ready"
-	EventStdout    EventType = "stdout"
-	EventStderr    EventType = "stderr"
-	EventExit      EventType = "exit"
-	EventKilled    EventType = "killed"
-	EventViolation EventType = "violation"
+	EventStarting  = microvm.EventStarting
+	EventReady     = microvm.EventReady
+	EventStdout    = microvm.EventStdout
+	EventStderr    = microvm.EventStderr
+	EventExit      = microvm.EventExit
+	EventKilled    = microvm.EventKilled
+	EventViolation = microvm.EventViolation
 )
 
 // Event is one item of an exec's stream. Events of one exec are delivered

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/srt-go/srt/internal/halfclose"
 	"github.com/srt-go/srt/netrule"
 )
 
@@ -223,7 +224,7 @@ func (s *Server) handleConnect(ctx context.Context, c net.Conn, br *bufio.Reader
 			return
 		}
 	}
-	tunnel(c, up)
+	halfclose.Pipe(c, up)
 }
 
 // splitTarget parses a CONNECT authority "host:port" (RFC 9110 §9.3.6);

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/srt-go/srt/internal/halfclose"
 	"github.com/srt-go/srt/netrule"
 )
 
@@ -113,7 +114,7 @@ func (s *Server) serveSOCKSConn(ctx context.Context, c net.Conn) {
 			return
 		}
 	}
-	tunnel(c, up)
+	halfclose.Pipe(c, up)
 }
 
 // socksRefuse answers a refused request and reports the violation.
@@ -135,7 +136,7 @@ func (s *Server) socksRefuse(c net.Conn, br *bufio.Reader, d netrule.Decision, p
 // disconnect message: a close with unread input sends RST, and a RST can
 // discard data the peer has not read yet.
 func drainAndClose(c net.Conn, br *bufio.Reader) {
-	if cw, ok := c.(closeWriter); ok {
+	if cw, ok := c.(halfclose.CloseWriter); ok {
 		cw.CloseWrite()
 	}
 	c.SetReadDeadline(time.Now().Add(2 * time.Second))

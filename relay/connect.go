@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+
+	"github.com/srt-go/srt/internal/halfclose"
 )
 
 // DefaultProxyAddr is the in-sandbox HTTP proxy relay address.
@@ -102,7 +104,7 @@ func ProxyCommand(ctx context.Context, proxyAddr, target string, stdin io.Reader
 	go func() {
 		io.Copy(c, stdin)
 		once.Do(func() {
-			if cw, ok := c.(closeWriter); ok {
+			if cw, ok := c.(halfclose.CloseWriter); ok {
 				cw.CloseWrite()
 			}
 		})
@@ -131,7 +133,7 @@ func (b *bufferedConn) Read(p []byte) (int, error) { return b.r.Read(p) }
 
 // CloseWrite half-closes the underlying connection.
 func (b *bufferedConn) CloseWrite() error {
-	if cw, ok := b.Conn.(closeWriter); ok {
+	if cw, ok := b.Conn.(halfclose.CloseWriter); ok {
 		return cw.CloseWrite()
 	}
 	return nil

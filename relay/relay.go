@@ -5,8 +5,9 @@
 //   - Dial and ProxyCommand, an HTTP CONNECT client that srt's own binary
 //     runs as ssh's ProxyCommand inside the sandbox (GIT_SSH_COMMAND), so
 //     ssh needs neither socat nor nc;
-//   - Pipe, the byte-for-byte copy with half-close used by the proxies'
-//     forwarders;
+//   - Pipe, the byte-for-byte copy with half-close used by the forwarders
+//     of the sandbox's loopback ports (the proxies' tunnels run the same
+//     loop, internal/halfclose);
 //   - LoopbackAddrs, the sandbox-side listen addresses.
 //
 // There is no in-sandbox relay process: the sandbox's PID 1 binds the
@@ -18,10 +19,10 @@
 package relay
 
 import (
-	"io"
 	"net"
 	"strconv"
-	"sync"
+
+	"github.com/srt-go/srt/internal/halfclose"
 )
 
 // Default in-sandbox listen ports (srt-notes §4.7: the reference's ports).
@@ -39,31 +40,6 @@ func LoopbackAddrs(port int) []string {
 // Pipe copies bytes both ways between a and b until both directions end,
 // then closes both. End of stream in one direction becomes a half-close
 // (CloseWrite) of the other side, so a client that finishes sending still
-// receives the answer; an error in either direction closes both.
-func Pipe(a, b net.Conn) {
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		halfPipe(b, a)
-	}()
-	halfPipe(a, b)
-	wg.Wait()
-	a.Close()
-	b.Close()
-}
-
-type closeWriter interface{ CloseWrite() error }
-
-func halfPipe(dst, src net.Conn) {
-	if _, err := io.Copy(dst, src); err != nil {
-		dst.Close()
-		src.Close()
-		return
-	}
-	if cw, ok := dst.(closeWriter); ok {
-		cw.CloseWrite()
-		return
-	}
-	dst.Close()
-}
+// receives the answer; an error in either direction closes both. It is
+// halfclose.Pipe, the loop the proxies' tunnels run too.
+func Pipe(a, b net.Conn) { halfclose.Pipe(a, b) }

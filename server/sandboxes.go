@@ -13,24 +13,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/srt-go/srt/api"
 	"github.com/srt-go/srt/port"
 )
 
 // session is one launched sandbox.
 type session struct {
 	sb port.Sandbox
-}
-
-// launchRequest is a SandboxSpec plus the backend asked for.
-type launchRequest struct {
-	port.Spec
-	// NetworkEnabled shadows the Spec's so that an absent field means
-	// true (seed 000, "SandboxSpec": networkEnabled defaults to true).
-	NetworkEnabled *bool `json:"networkEnabled"`
-	// Backend is "none", "native", "microvm" (or "docker", the old name
-	// of native). Absent, null or "" means the default: native when the
-	// host offers it and --sandbox is on, else none.
-	Backend *string `json:"backend"`
 }
 
 // sessionIDs keeps session ids usable in a URL path as they are.
@@ -40,19 +29,18 @@ var sessionIDs = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 // value (port.ParseBackend: unknown → none), a request naming a backend
 // that does not exist is a client error: running it on none would be a
 // silent downgrade.
-func parseRequestedBackend(v *string) (port.Backend, error) {
-	if v == nil || *v == "" {
+func parseRequestedBackend(v port.Backend) (port.Backend, error) {
+	switch v {
+	case "":
 		return "", nil
-	}
-	switch *v {
 	case "none", "native", "docker", "microvm":
-		return port.ParseBackend(*v), nil
+		return port.ParseBackend(string(v)), nil
 	}
-	return "", fmt.Errorf("unknown backend %q: want none, native or microvm", *v)
+	return "", fmt.Errorf("unknown backend %q: want none, native or microvm", v)
 }
 
 func (s *Server) launch(w http.ResponseWriter, r *http.Request) {
-	var req launchRequest
+	var req api.LaunchRequest
 	if !decode(w, r, &req) {
 		return
 	}
@@ -197,20 +185,6 @@ func (s *Server) destroy(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, ss.sb.Handle())
 }
 
-// execRequest is the body of POST /v1/sandboxes/{sessionId}/exec.
-type execRequest struct {
-	Argv []string          `json:"argv"`
-	Env  map[string]string `json:"env"`
-	Cwd  string            `json:"cwd"`
-	// Stdin is the command's standard input as text; StdinBase64 as
-	// bytes. At most one may be set; neither means the null device.
-	Stdin       *string `json:"stdin"`
-	StdinBase64 *string `json:"stdinBase64"`
-	// TimeoutMs kills the command after so many milliseconds (event
-	// killed, reason "timeout"). Zero means no limit.
-	TimeoutMs int64 `json:"timeoutMs"`
-}
-
 // exec runs a command and streams its events as server-sent events, one
 // per port.Event, in the order the port delivers them:
 //
@@ -221,7 +195,7 @@ type execRequest struct {
 // Writes block until the client reads (no buffer to overflow, so no event
 // is dropped). The command is killed when the client goes away.
 func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
-	var req execRequest
+	var req api.ExecRequest
 	if !decode(w, r, &req) {
 		return
 	}

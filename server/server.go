@@ -27,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/srt-go/srt/api"
 	"github.com/srt-go/srt/port"
 )
 
@@ -244,11 +245,7 @@ func (s *Server) Close(ctx context.Context) error {
 }
 
 // apiError is the body of every error response.
-type apiError struct {
-	Error string `json:"error"`
-	// Field names the request field at fault, for a 400.
-	Field string `json:"field,omitempty"`
-}
+type apiError = api.Error
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")

@@ -458,3 +458,32 @@ func TestExecStdin(t *testing.T) {
 		t.Errorf("stdin and stdinBase64: %d %s; want 400", code, out)
 	}
 }
+
+// TestSanitizedEnv: a terminal inherits srtd's ordinary variables only,
+// gets its own HOME, SHELL and TERM, and drops an extra name exec could
+// not carry.
+func TestSanitizedEnv(t *testing.T) {
+	t.Setenv("SRTD_TEST_SECRET", "x")
+	t.Setenv("LANG", "C.UTF-8")
+	t.Setenv("HOME", "/srtd-home")
+	env := sanitizedEnv("/h", "/bin/sh", map[string]string{"FOO": "bar", "TERM": "dumb", "A=B": "c", "NUL": "a\x00b"})
+	got := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		got[k] = v
+	}
+	want := map[string]string{"LANG": "C.UTF-8", "HOME": "/h", "SHELL": "/bin/sh", "TERM": "dumb", "FOO": "bar"}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s=%q, want %q (env %q)", k, got[k], v, env)
+		}
+	}
+	for _, k := range []string{"SRTD_TEST_SECRET", "A", "NUL"} {
+		if _, ok := got[k]; ok {
+			t.Errorf("%s reached the terminal: %q", k, env)
+		}
+	}
+	if got["PATH"] == "" {
+		t.Errorf("no PATH: %q", env)
+	}
+}

@@ -2,12 +2,11 @@ package server
 
 import (
 	"encoding/json"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
+	"github.com/srt-go/srt/port"
 	"github.com/srt-go/srt/settings"
 )
 
@@ -105,33 +104,17 @@ func terminalSettings(cfg TerminalConfig, workdir string) (*settings.Settings, e
 	return settings.Parse(b, "terminal profile")
 }
 
-// baseEnvKeys are the variables a terminal inherits from srtd; nothing
-// else of srtd's environment (tokens, keys) reaches it.
-var baseEnvKeys = []string{"PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TZ", "USER", "LOGNAME"}
-
-// sanitizedEnv is a terminal's environment: an allow-list of srtd's
-// ordinary variables, HOME, SHELL and TERM, then the caller's extra.
+// sanitizedEnv is a terminal's environment: srtd's own variables through
+// the allow-list every session gets (port.SanitizedEnv: nothing of srtd's
+// tokens or keys), HOME, SHELL and TERM of the terminal, then the caller's
+// extra. An extra name or value exec could not carry (empty, '=' or NUL
+// in the name, NUL in the value) is dropped.
 func sanitizedEnv(home, shell string, extra map[string]string) []string {
-	env := map[string]string{}
-	for _, k := range baseEnvKeys {
-		if v, ok := os.LookupEnv(k); ok {
-			env[k] = v
-		}
-	}
-	if env["PATH"] == "" {
-		env["PATH"] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-	}
-	env["HOME"] = home
-	env["SHELL"] = shell
-	env["TERM"] = "xterm-256color"
+	env := map[string]string{"HOME": home, "SHELL": shell, "TERM": "xterm-256color"}
 	for k, v := range extra {
 		if k != "" && !strings.ContainsAny(k, "=\x00") && !strings.Contains(v, "\x00") {
 			env[k] = v
 		}
 	}
-	var out []string
-	for _, k := range slices.Sorted(maps.Keys(env)) {
-		out = append(out, k+"="+env[k])
-	}
-	return out
+	return port.SanitizedEnv(os.Environ(), env)
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/srt-go/srt/api"
 	"github.com/srt-go/srt/port"
 )
 
@@ -24,7 +25,8 @@ import (
 // A terminal never falls back: when its backend cannot run, POST
 // /v1/terminals fails (503), so a host shell never wears a sandbox badge.
 //
-// WebSocket protocol on GET /v1/terminals/{id}/ws:
+// WebSocket protocol on GET /v1/terminals/{id}/ws (the text frames are
+// api.TerminalMessage):
 //
 //	server → client  binary frame  output bytes of the PTY
 //	server → client  text frame    {"type":"exit","exitCode":N}, then close 1000
@@ -34,37 +36,6 @@ import (
 //
 // One WebSocket per terminal. When it drops, the terminal is killed:
 // nothing stays running for a client that went away.
-
-// terminalRequest is the body of POST /v1/terminals.
-type terminalRequest struct {
-	// Backend is "none" (also absent or ""), "native" or "microvm".
-	Backend string `json:"backend"`
-	// Cwd is the session workdir, absolute. Empty means $HOME.
-	Cwd string `json:"cwd"`
-	// Cols and Rows are the initial size. Zero means 80×24.
-	Cols int `json:"cols"`
-	Rows int `json:"rows"`
-	// Env is added to the sanitised environment.
-	Env map[string]string `json:"env"`
-}
-
-// TerminalInfo is what POST and GET /v1/terminals/{id} return.
-type TerminalInfo struct {
-	ID string `json:"id"`
-	// Backend is the backend the shell really runs on.
-	Backend port.Backend `json:"backend"`
-	// State is "running" or "exited".
-	State string `json:"state"`
-	// Pid is the host shell's process id; absent for a sandboxed shell.
-	Pid      int    `json:"pid,omitempty"`
-	Cwd      string `json:"cwd"`
-	ExitCode *int   `json:"exitCode,omitempty"`
-	// WebSocket is the path to attach to.
-	WebSocket string `json:"websocket"`
-	// Details describe a sandboxed shell's confinement (microvm: the
-	// VM's shares, what is not shared and why, accelerator).
-	Details map[string]any `json:"details,omitempty"`
-}
 
 // terminal is one terminal session.
 type terminal struct {
@@ -103,12 +74,12 @@ type termProc interface {
 
 func (t *terminal) kill() { t.killOnce.Do(t.proc.kill) }
 
-func (t *terminal) info() TerminalInfo {
-	ti := TerminalInfo{ID: t.id, Backend: t.backend, State: "running", Pid: t.proc.pid(), Cwd: t.cwd,
+func (t *terminal) info() api.TerminalInfo {
+	ti := api.TerminalInfo{ID: t.id, Backend: t.backend, State: api.TerminalRunning, Pid: t.proc.pid(), Cwd: t.cwd,
 		WebSocket: "/v1/terminals/" + t.id + "/ws", Details: t.details}
 	select {
 	case <-t.exited:
-		ti.State = "exited"
+		ti.State = api.TerminalExited
 		c := t.code
 		ti.ExitCode = &c
 	default:
@@ -123,7 +94,7 @@ func newID() string {
 }
 
 func (s *Server) newTerminal(w http.ResponseWriter, r *http.Request) {
-	var req terminalRequest
+	var req api.TerminalRequest
 	if !decode(w, r, &req) {
 		return
 	}
@@ -275,14 +246,6 @@ func (s *Server) deleteTerminal(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, info)
 }
 
-// control is a text frame from the client.
-type control struct {
-	Type string `json:"type"`
-	Data string `json:"data"`
-	Cols int    `json:"cols"`
-	Rows int    `json:"rows"`
-}
-
 func (s *Server) attachTerminal(w http.ResponseWriter, r *http.Request) {
 	t := s.lookupTerminal(w, r)
 	if t == nil {
@@ -326,14 +289,14 @@ func (s *Server) attachTerminal(w http.ResponseWriter, r *http.Request) {
 				t.proc.input(b)
 				continue
 			}
-			var m control
+			var m api.TerminalMessage
 			if json.Unmarshal(b, &m) != nil {
 				continue
 			}
 			switch m.Type {
-			case "input":
+			case api.TerminalInput:
 				t.proc.input([]byte(m.Data))
-			case "resize":
+			case api.TerminalResize:
 				if m.Cols > 0 && m.Rows > 0 && m.Cols <= 1000 && m.Rows <= 1000 {
 					t.proc.resize(m.Cols, m.Rows)
 				}
@@ -357,7 +320,8 @@ func (s *Server) attachTerminal(w http.ResponseWriter, r *http.Request) {
 	close(stop)
 	<-pumped
 	t.proc.close()
-	msg, _ := json.Marshal(map[string]any{"type": "exit", "exitCode": t.code})
+	code := t.code
+	msg, _ := json.Marshal(api.TerminalMessage{Type: api.TerminalExit, ExitCode: &code})
 	if err := c.Write(ctx, websocket.MessageText, msg); err == nil {
 		c.Close(websocket.StatusNormalClosure, "exited")
 	}

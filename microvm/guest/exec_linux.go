@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/creack/pty"
 	"github.com/hashicorp/yamux"
+	"github.com/srt-go/srt/internal/execpath"
 	"github.com/srt-go/srt/microvm/internal/wire"
 	"github.com/srt-go/srt/proxy"
 	"golang.org/x/sys/unix"
@@ -49,7 +49,7 @@ func (a *agent) exec(st *yamux.Stream) {
 		fail(errors.New("empty argv"))
 		return
 	}
-	path, err := lookPath(req.Argv[0], env)
+	path, err := execpath.Lookup(req.Argv[0], execpath.PathOf(env, ""), dir, os.Stat)
 	if err != nil {
 		fail(err)
 		return
@@ -204,26 +204,6 @@ func mergeEnv(base, over []string) []string {
 		}
 	}
 	return out
-}
-
-// lookPath finds file in the PATH of env, as execvp does.
-func lookPath(file string, env []string) (string, error) {
-	if strings.Contains(file, "/") {
-		return file, nil
-	}
-	pathv := ""
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			pathv = v
-		}
-	}
-	for _, d := range filepath.SplitList(pathv) {
-		p := filepath.Join(d, file)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", &os.PathError{Op: "exec", Path: file, Err: errors.New("executable file not found in $PATH")}
 }
 
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

@@ -7,11 +7,11 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 
+	"github.com/srt-go/srt/internal/execpath"
 	"golang.org/x/sys/unix"
 )
 
@@ -222,57 +222,14 @@ func (a *agentServer) reap() {
 
 // lookPathIn finds argv0 in the PATH of env (not PID 1's own), relative
 // to dir for a name with a slash, as execvp would. It returns the exit
-// code a shell would give on failure.
+// code a shell would give on failure. It stats inside the sandbox only.
 func lookPathIn(argv0 string, env []string, dir string) (string, int, error) {
-	check := func(p string) error {
-		fi, err := os.Stat(p)
-		if err != nil {
-			return err
-		}
-		if fi.IsDir() || fi.Mode()&0o111 == 0 {
-			return os.ErrPermission
-		}
-		return nil
+	p, err := execpath.Lookup(argv0, execpath.PathOf(env, "/usr/local/bin:/usr/bin:/bin"), dir, os.Stat)
+	var e *execpath.Error
+	if errors.As(err, &e) {
+		return "", e.Code(), err
 	}
-	if strings.Contains(argv0, "/") {
-		p := argv0
-		if !filepath.IsAbs(p) && dir != "" {
-			p = filepath.Join(dir, p)
-		}
-		if err := check(p); err != nil {
-			if errors.Is(err, os.ErrPermission) {
-				return "", exitNotExec, fmt.Errorf("%s: permission denied", argv0)
-			}
-			return "", exitNotFound, fmt.Errorf("%s: no such file or directory", argv0)
-		}
-		return p, 0, nil
-	}
-	path := "/usr/local/bin:/usr/bin:/bin"
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			path = v
-		}
-	}
-	denied := false
-	for _, d := range filepath.SplitList(path) {
-		if d == "" {
-			d = "."
-		}
-		p := filepath.Join(d, argv0)
-		if !filepath.IsAbs(p) && dir != "" {
-			p = filepath.Join(dir, p)
-		}
-		switch err := check(p); {
-		case err == nil:
-			return p, 0, nil
-		case errors.Is(err, os.ErrPermission):
-			denied = true
-		}
-	}
-	if denied {
-		return "", exitNotExec, fmt.Errorf("%s: permission denied", argv0)
-	}
-	return "", exitNotFound, fmt.Errorf("%s: command not found", argv0)
+	return p, 0, err
 }
 
 func closeAll(fds []int) {
