@@ -11,8 +11,8 @@ import (
 
 	"github.com/srt-go/srt/internal/syspath"
 	"github.com/srt-go/srt/netrule"
-	"github.com/srt-go/srt/proxy"
 	"github.com/srt-go/srt/settings"
+	"github.com/srt-go/srt/violation"
 )
 
 // The guest's loopback ports of the proxy relays, as in the native
@@ -55,7 +55,7 @@ type Config struct {
 	Policy *netrule.Policy
 	// OnViolation is called for each refused egress connection, as
 	// proxy.Config.OnViolation; violations are also events.
-	OnViolation func(proxy.Violation)
+	OnViolation func(violation.Violation)
 	// Accel is "auto" (the default: KVM when it really works, else TCG,
 	// the reason in Details()["accelReason"]), "kvm" or "tcg".
 	// SRT_MICROVM_ACCEL overrides an empty value.

@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/srt-go/srt/proxy"
+	"github.com/srt-go/srt/violation"
 )
 
 // State is a VM's lifecycle state: seed 000's SandboxState, the one set
@@ -55,7 +55,7 @@ type Event struct {
 	// for starting/ready gives the accelerator.
 	Reason string
 	// Violation is set for violation.
-	Violation *proxy.Violation
+	Violation *violation.Violation
 }
 
 // eventQueue delivers events in order and without loss: emit appends to

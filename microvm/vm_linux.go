@@ -21,6 +21,7 @@ import (
 	"github.com/srt-go/srt/microvm/internal/wire"
 	"github.com/srt-go/srt/netrule"
 	"github.com/srt-go/srt/proxy"
+	"github.com/srt-go/srt/violation"
 )
 
 // VM is one running microvm. Its methods are safe for concurrent use.
@@ -205,7 +206,7 @@ func (v *VM) boot(ctx context.Context) error {
 	}
 	{
 		srv, err := proxy.New(proxy.Config{Policy: v.cfg.Policy, Logger: v.log,
-			OnViolation: func(vi proxy.Violation) {
+			OnViolation: func(vi violation.Violation) {
 				v.events.emit(Event{Type: EventViolation, Violation: &vi})
 				if v.cfg.OnViolation != nil {
 					v.cfg.OnViolation(vi)

@@ -19,8 +19,8 @@ import (
 	"github.com/srt-go/srt/microvm"
 	"github.com/srt-go/srt/netrule"
 	"github.com/srt-go/srt/policy"
-	"github.com/srt-go/srt/proxy"
 	"github.com/srt-go/srt/sandbox/linux"
+	"github.com/srt-go/srt/violation"
 	"golang.org/x/sys/unix"
 )
 
@@ -143,8 +143,8 @@ func (l *microVMLauncher) Launch(ctx context.Context, spec Spec, egress EgressLi
 // guest's only way out is its relay to this session's own proxies,
 // filtering with egress.
 func (l *microVMLauncher) launchRunner(ctx context.Context, rt *Runtime, s *session, egress EgressLists) (runner, error) {
-	r, err := l.boot(ctx, rt, s.spec, egress, true, rt.log.With("session", s.spec.SessionID), func(v proxy.Violation) {
-		s.ReportViolation(Violation{Action: v.Action, Target: v.Target, Raw: fmt.Sprintf("%s %s refused: %s", v.Protocol, v.Target, v.Reason)})
+	r, err := l.boot(ctx, rt, s.spec, egress, true, rt.log.With("session", s.spec.SessionID), func(v violation.Violation) {
+		s.ReportViolation(v)
 	})
 	if err != nil {
 		return nil, err
@@ -170,7 +170,7 @@ func (l *microVMLauncher) launchRunner(ctx context.Context, rt *Runtime, s *sess
 // launchPolicy applies the launch policy's name-glob write-denies (an
 // agent launch); srtd's terminals have a profile of their own without
 // them (seed 000, "Terminal hébergé par le serveur").
-func (l *microVMLauncher) boot(ctx context.Context, rt *Runtime, spec Spec, egress EgressLists, launchPolicy bool, log *slog.Logger, onViolation func(proxy.Violation)) (*vmRunner, error) {
+func (l *microVMLauncher) boot(ctx context.Context, rt *Runtime, spec Spec, egress EgressLists, launchPolicy bool, log *slog.Logger, onViolation func(violation.Violation)) (*vmRunner, error) {
 	enforces := microvmEnforcesNameGlobs || !launchPolicy
 	p, err := sessionView(rt, spec, netrule.Rules{}, enforces, "the microvm guest's virtio-9p shares cannot refuse a new file by its name")
 	if err != nil {
@@ -295,7 +295,7 @@ func (rt *Runtime) LaunchMicroVM(ctx context.Context, spec Spec, egress *EgressL
 		eg = *egress
 	}
 	log := rt.log.With("vm", spec.SessionID)
-	r, err := l.boot(ctx, rt, spec, eg, false, log, func(v proxy.Violation) {
+	r, err := l.boot(ctx, rt, spec, eg, false, log, func(v violation.Violation) {
 		log.Info("egress refused", "target", v.Target, "reason", v.Reason)
 	})
 	if err != nil {

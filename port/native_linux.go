@@ -4,17 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/srt-go/srt/netrule"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/srt-go/srt/netrule"
 	"github.com/srt-go/srt/policy"
-	"github.com/srt-go/srt/proxy"
 	"github.com/srt-go/srt/sandbox/linux"
-	"github.com/srt-go/srt/violation"
 )
 
 // nativeEnforcesNameGlobs says whether the native Linux backend can refuse
@@ -58,22 +56,18 @@ func launchNative(ctx context.Context, rt *Runtime, s *session) (runner, error) 
 	}
 	start := time.Now()
 	w, err := linux.StartWarm(ctx, linux.Config{
-		Policy:    p,
-		BwrapPath: bwrap,
-		Env:       SanitizedEnv(hostEnv(), nil),
-		Dir:       dir,
-		Logger:    rt.log.With("session", spec.SessionID),
-		OnViolation: func(v proxy.Violation) {
-			s.ReportViolation(Violation{Action: v.Action, Target: v.Target, Raw: fmt.Sprintf("%s %s refused: %s", v.Protocol, v.Target, v.Reason)})
-		},
+		Policy:      p,
+		BwrapPath:   bwrap,
+		Env:         SanitizedEnv(hostEnv(), nil),
+		Dir:         dir,
+		Logger:      rt.log.With("session", spec.SessionID),
+		OnViolation: s.ReportViolation,
 		// Filesystem and system-call refusals too (seed 000, "Événements du
 		// bac à sable"): an agent server shows every refusal on the exec's
 		// stream, so the observation's round trip per write-intent call is
 		// paid (BENCHMARKS.md, "Violations").
-		OnSandboxViolation: func(v violation.Violation) {
-			s.ReportViolation(Violation{Action: v.Action, Target: v.Target, Raw: v.Line()})
-		},
-		ObserveFilesystem: true,
+		OnSandboxViolation: s.ReportViolation,
+		ObserveFilesystem:  true,
 	})
 	if err != nil {
 		if d := linux.Diagnose(); d != "" {

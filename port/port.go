@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/srt-go/srt/microvm"
+	"github.com/srt-go/srt/violation"
 )
 
 // Backend is where a session's processes run (seed 000, "SandboxBackend").
@@ -107,12 +108,11 @@ type Handle struct {
 	Labels    map[string]string `json:"labels,omitempty"`
 }
 
-// Violation is seed 000's SandboxViolation.
-type Violation struct {
-	Action string `json:"action"`
-	Target string `json:"target"`
-	Raw    string `json:"raw"`
-}
+// Violation is seed 000's SandboxViolation: action, target and raw,
+// with the time, the rule and, for filesystem and system-call refusals,
+// the process. It is violation.Violation, the one type every source
+// (proxies, seccomp supervisor, Seatbelt log) reports.
+type Violation = violation.Violation
 
 // EventType names an exec event (seed 000, "Événements du bac à sable").
 // It is microvm.EventType, declared once in the lower package.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/srt-go/srt/netrule"
+	"github.com/srt-go/srt/violation"
 )
 
 // fakeResolver maps test host names to addresses and records every
@@ -50,10 +51,10 @@ func (r *fakeResolver) looked(host string) bool {
 // violations collects OnViolation calls.
 type violations struct {
 	mu sync.Mutex
-	v  []Violation
+	v  []violation.Violation
 }
 
-func (vs *violations) add(v Violation) {
+func (vs *violations) add(v violation.Violation) {
 	vs.mu.Lock()
 	vs.v = append(vs.v, v)
 	vs.mu.Unlock()
@@ -61,12 +62,12 @@ func (vs *violations) add(v Violation) {
 
 // wait returns the first n violations, waiting briefly: the callback runs
 // after the refusal is written, so the client may see it first.
-func (vs *violations) wait(t *testing.T, n int) []Violation {
+func (vs *violations) wait(t *testing.T, n int) []violation.Violation {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		vs.mu.Lock()
-		got := append([]Violation(nil), vs.v...)
+		got := append([]violation.Violation(nil), vs.v...)
 		vs.mu.Unlock()
 		if len(got) >= n {
 			return got

@@ -142,7 +142,7 @@ func TestHTTPRawAnswers(t *testing.T) {
 	vs := e.vio.wait(t, want)
 	if v := vs[0]; v.Target != "denied.test:"+port || v.Reason != deniedReason || v.Protocol != "http" ||
 		v.Action != "network-outbound" || v.Rule != "denied.test" ||
-		v.String() != "deny network-outbound denied.test:"+port+" ("+deniedReason+")" {
+		v.Raw != "deny network-outbound denied.test:"+port+" ("+deniedReason+")" {
 		t.Errorf("violation %+v", v)
 	}
 }

@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/srt-go/srt/netrule"
+	"github.com/srt-go/srt/violation"
 )
 
 // ErrServerClosed is returned by Serve after Close.
@@ -67,7 +68,7 @@ type Config struct {
 	// buffered store or channel): a slow callback delays closing that
 	// client's connection, though never other clients. Nil means refusals
 	// are not reported.
-	OnViolation func(Violation)
+	OnViolation func(violation.Violation)
 	// Logger receives debug lines about accepted and failed connections
 	// (key "host"). Nil discards them. Refusals are reported through
 	// OnViolation, not logged.
@@ -85,31 +86,6 @@ type Config struct {
 	// IdleTimeout bounds the wait for the next request on a kept-alive
 	// plain-HTTP client connection. Zero means 2 minutes.
 	IdleTimeout time.Duration
-}
-
-// Violation describes one refused connection (the violations store's
-// network record; srt-notes §4.9 "Violation lines").
-type Violation struct {
-	// Time is when the refusal was decided.
-	Time time.Time
-	// Action is always "network-outbound".
-	Action string
-	// Target is the destination as "host:port", host canonical
-	// (netrule.CanonicalHost) and IPv6 bracketed.
-	Target string
-	// Reason is the text the client was shown.
-	Reason string
-	// Protocol is "http" (plain HTTP request), "connect" (HTTP CONNECT) or
-	// "socks5".
-	Protocol string
-	// Rule is the settings entry that refused, or "".
-	Rule string
-}
-
-// String formats v as the reference's violation line:
-// "deny network-outbound host:port (reason)".
-func (v Violation) String() string {
-	return fmt.Sprintf("deny %s %s (%s)", v.Action, v.Target, v.Reason)
 }
 
 // RefusedError is returned by the dial path when the resolved-address
@@ -321,12 +297,14 @@ func (s *Server) violation(proto string, d netrule.Decision, port int) {
 	if s.cfg.OnViolation == nil {
 		return
 	}
-	s.cfg.OnViolation(Violation{
+	v := violation.Violation{
 		Time:     time.Now(),
-		Action:   "network-outbound",
+		Action:   violation.NetworkOutbound,
 		Target:   net.JoinHostPort(d.Host, strconv.Itoa(port)),
 		Reason:   d.Reason,
 		Protocol: proto,
 		Rule:     d.Rule,
-	})
+	}
+	v.Raw = v.Line()
+	s.cfg.OnViolation(v)
 }

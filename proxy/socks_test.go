@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/srt-go/srt/violation"
 	xproxy "golang.org/x/net/proxy"
 )
 
@@ -91,7 +92,7 @@ func TestSOCKS5Replies(t *testing.T) {
 	// Each connection reports from its own goroutine, so the records may
 	// come in any order: look for denied.test's.
 	vs := e.vio.wait(t, 4)
-	i := slices.IndexFunc(vs, func(v Violation) bool { return v.Target == "denied.test:"+port })
+	i := slices.IndexFunc(vs, func(v violation.Violation) bool { return v.Target == "denied.test:"+port })
 	if i < 0 || vs[i].Protocol != "socks5" || vs[i].Reason != deniedReason {
 		t.Errorf("no socks5 violation for denied.test with the deny reason in %+v", vs)
 	}

@@ -6,10 +6,8 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/srt-go/srt/proxy"
 	"github.com/srt-go/srt/sandbox/darwin"
 	"github.com/srt-go/srt/settings"
-	"github.com/srt-go/srt/violation"
 )
 
 // darwinHost runs commands under sandbox-exec with a Seatbelt profile
@@ -32,18 +30,16 @@ func newHost(s *settings.Settings, lg *slog.Logger) (host, error) {
 
 func (h *darwinHost) start(ctx context.Context, c *Cmd) (process, error) {
 	cfg := darwin.Config{
-		Policy:  c.Policy,
-		Argv:    c.Args,
-		Env:     c.Env,
-		Dir:     c.Dir,
-		Stdin:   c.Stdin,
-		Stdout:  c.Stdout,
-		Stderr:  c.Stderr,
-		KeepFDs: c.KeepFDs,
-		Logger:  h.log,
-		OnViolation: func(v proxy.Violation) {
-			c.report(violation.Violation{Time: v.Time, Action: v.Action, Target: v.Target, Reason: v.Reason, Raw: v.String()})
-		},
+		Policy:      c.Policy,
+		Argv:        c.Args,
+		Env:         c.Env,
+		Dir:         c.Dir,
+		Stdin:       c.Stdin,
+		Stdout:      c.Stdout,
+		Stderr:      c.Stderr,
+		KeepFDs:     c.KeepFDs,
+		Logger:      h.log,
+		OnViolation: c.report,
 	}
 	// Seatbelt's denials (filesystem, and the network, mach and other
 	// operations the profile refuses) are read from the unified log by a

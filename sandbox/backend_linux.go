@@ -7,10 +7,8 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/srt-go/srt/proxy"
 	"github.com/srt-go/srt/sandbox/linux"
 	"github.com/srt-go/srt/settings"
-	"github.com/srt-go/srt/violation"
 )
 
 // dispatchRole is Main's Linux part: the sandbox re-executes the running
@@ -57,19 +55,17 @@ func newHost(s *settings.Settings, lg *slog.Logger) (host, error) {
 
 func (h *linuxHost) start(ctx context.Context, c *Cmd) (process, error) {
 	cfg := linux.Config{
-		Policy:    c.Policy,
-		BwrapPath: h.bwrap,
-		Argv:      c.Args,
-		Env:       c.Env,
-		Dir:       c.Dir,
-		Stdin:     c.Stdin,
-		Stdout:    c.Stdout,
-		Stderr:    c.Stderr,
-		KeepFDs:   c.KeepFDs,
-		Logger:    h.log,
-		OnViolation: func(v proxy.Violation) {
-			c.report(violation.Violation{Time: v.Time, Action: v.Action, Target: v.Target, Reason: v.Reason, Raw: v.String()})
-		},
+		Policy:             c.Policy,
+		BwrapPath:          h.bwrap,
+		Argv:               c.Args,
+		Env:                c.Env,
+		Dir:                c.Dir,
+		Stdin:              c.Stdin,
+		Stdout:             c.Stdout,
+		Stderr:             c.Stderr,
+		KeepFDs:            c.KeepFDs,
+		Logger:             h.log,
+		OnViolation:        c.report,
 		OnSandboxViolation: c.report,
 		ObserveFilesystem:  c.m.observeFS,
 	}

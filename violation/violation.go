@@ -68,8 +68,16 @@ type Violation struct {
 	// (sandbox.Cmd.CommandText, else the command line).
 	Command string `json:"command,omitempty"`
 	// Key is the attribution key (sandbox.Cmd.CommandID, else a key
-	// unique to the Cmd).
-	Key string `json:"key"`
+	// unique to the Cmd); empty where nothing attributes (srtd sessions,
+	// whose events are per exec already).
+	Key string `json:"key,omitempty"`
+	// Protocol is how a refused connection came (network-outbound only):
+	// "http" (a plain HTTP request), "connect" (HTTP CONNECT) or
+	// "socks5".
+	Protocol string `json:"protocol,omitempty"`
+	// Rule is the settings entry that refused it, when one did (a
+	// deniedDomains entry); empty otherwise.
+	Rule string `json:"rule,omitempty"`
 	// Raw is the one-line form shown to people and models:
 	// "deny ACTION TARGET (REASON)".
 	Raw string `json:"raw"`

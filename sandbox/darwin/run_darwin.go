@@ -52,7 +52,7 @@ type Config struct {
 	Logger *slog.Logger
 	// OnViolation is called for each connection or request the proxies
 	// refuse. Nil ignores them.
-	OnViolation func(proxy.Violation)
+	OnViolation func(violation.Violation)
 	// OnSandboxViolation is called for each Seatbelt denial of this run
 	// read from the unified log (StartMonitor, ParseLogLine), from one
 	// goroutine; it must not block. ignoreViolations is the caller's to

@@ -14,6 +14,7 @@ import (
 	"github.com/srt-go/srt/policy"
 	"github.com/srt-go/srt/proxy"
 	"github.com/srt-go/srt/relay"
+	"github.com/srt-go/srt/violation"
 	"golang.org/x/sys/unix"
 )
 
@@ -65,7 +66,7 @@ type network struct {
 
 // newNetwork starts the session's proxies (not yet listening) and returns
 // it with the socket pair end to pass to PID 1.
-func newNetwork(nw policy.Network, onViolation func(proxy.Violation), lg *slog.Logger) (*network, *os.File, error) {
+func newNetwork(nw policy.Network, onViolation func(violation.Violation), lg *slog.Logger) (*network, *os.File, error) {
 	srv, err := proxy.New(proxy.Config{Policy: nw.Rules, OnViolation: onViolation, Logger: lg})
 	if err != nil {
 		return nil, nil, err

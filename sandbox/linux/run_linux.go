@@ -21,7 +21,6 @@ import (
 	"github.com/srt-go/srt/internal/pdeathsig"
 	"github.com/srt-go/srt/netrule"
 	"github.com/srt-go/srt/policy"
-	"github.com/srt-go/srt/proxy"
 	"github.com/srt-go/srt/sandbox/linux/fsplan"
 	"github.com/srt-go/srt/sandbox/linux/supervisor"
 	"github.com/srt-go/srt/seccomp"
@@ -56,7 +55,7 @@ type Config struct {
 	Logger *slog.Logger
 	// OnViolation is called for each refused network connection; it must
 	// not block. Nil ignores them.
-	OnViolation func(proxy.Violation)
+	OnViolation func(violation.Violation)
 	// OnSandboxViolation is called for each system call the seccomp filter
 	// refuses and, with ObserveFilesystem, each filesystem call the mounts
 	// refuse (sandbox/linux/supervisor), from one goroutine; it must not block.
