@@ -45,7 +45,7 @@ func readViolations(t *testing.T, path string) []violationRecord {
 			t.Fatalf("line %q: %v", sc.Text(), err)
 		}
 		for k := range keys {
-			if !slices.Contains([]string{"time", "action", "target", "reason", "pid", "exe", "command", "key", "raw"}, k) {
+			if !slices.Contains([]string{"time", "action", "target", "reason", "pid", "exe", "command", "key", "protocol", "rule", "raw"}, k) {
 				t.Errorf("unexpected key %q in %s", k, sc.Text())
 			}
 		}
