@@ -3,7 +3,9 @@ package linux
 import (
 	"log/slog"
 	"os"
+	"slices"
 
+	"github.com/srt-go/srt/policy"
 	"github.com/srt-go/srt/sandbox/linux/fsplan"
 	"github.com/srt-go/srt/sandbox/linux/supervisor"
 	"github.com/srt-go/srt/violation"
@@ -25,8 +27,12 @@ func startNotifier(cfg Config, create bool, spec *initSpec, tmpdir string, m fsp
 	if cfg.ObserveFilesystem && cfg.OnSandboxViolation != nil && !cfg.Policy.FilesystemDisabled {
 		spec.Seccomp.ObserveWrites = true
 		// Reads are observed only where one can be refused: every open
-		// would otherwise pay the round trip for nothing.
-		spec.Seccomp.ObserveReads = len(cfg.Policy.DenyRead) > 0
+		// would otherwise pay the round trip for nothing. A confined
+		// view's denyRead outside everything it shows (srtd's token) can
+		// never be opened.
+		spec.Seccomp.ObserveReads = slices.ContainsFunc(cfg.Policy.DenyRead, func(d policy.Path) bool {
+			return cfg.Policy.View == nil || cfg.Policy.View.Visible(d.Resolved)
+		})
 	}
 	if create {
 		spec.Seccomp.EmulateCreates = true
