@@ -12,6 +12,7 @@ import (
 
 	"github.com/srt-go/srt/netrule"
 	"github.com/srt-go/srt/policy"
+	"github.com/srt-go/srt/sandbox"
 	"github.com/srt-go/srt/sandbox/linux"
 )
 
@@ -55,24 +56,19 @@ func launchNative(ctx context.Context, rt *Runtime, s *session) (runner, error) 
 		defer cancel()
 	}
 	start := time.Now()
-	w, err := linux.StartWarm(ctx, linux.Config{
-		Policy:      p,
-		BwrapPath:   bwrap,
-		Env:         SanitizedEnv(hostEnv(), nil),
-		Dir:         dir,
-		Logger:      rt.log.With("session", spec.SessionID),
-		OnViolation: s.ReportViolation,
-		// Filesystem and system-call refusals too (seed 000, "Événements du
-		// bac à sable"): an agent server shows every refusal on the exec's
-		// stream, so the observation's round trip per write-intent call is
-		// paid (BENCHMARKS.md, "Violations").
-		OnSandboxViolation: s.ReportViolation,
-		ObserveFilesystem:  true,
+	w, err := sandbox.StartWarm(ctx, p, sandbox.WarmOptions{
+		BwrapPath: bwrap,
+		Env:       SanitizedEnv(hostEnv(), nil),
+		Dir:       dir,
+		Logger:    rt.log.With("session", spec.SessionID),
+		// Every refusal, filesystem and system calls as well as network
+		// (seed 000, "Événements du bac à sable"): an agent server shows
+		// them on the exec's stream, so the observation's round trip per
+		// write-intent call is paid (BENCHMARKS.md, "Violations").
+		OnViolation:       s.ReportViolation,
+		ObserveFilesystem: true,
 	})
 	if err != nil {
-		if d := linux.Diagnose(); d != "" {
-			err = errors.Join(err, errors.New(d))
-		}
 		return nil, fmt.Errorf("native sandbox: %w", err)
 	}
 	r := &nativeRunner{w: w, spec: spec, launched: time.Since(start)}
