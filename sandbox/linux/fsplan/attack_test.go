@@ -22,7 +22,8 @@ type mountState struct {
 // decides (a later mount at an ancestor hides earlier ones below it), and
 // --remount-ro makes the last mount at exactly its destination read-only.
 // A tmpfs hides the host (nothing below it can be read or changed on the
-// host); /dev/null bound on a file makes it unreadable (nodev).
+// host); /dev/null bound on a file makes it unreadable (nodev); nothing
+// can come into being below a file that is a mount point.
 func simulate(plan Plan, g string) mountState {
 	ro := map[int]bool{}
 	for i, o := range plan.Ops {
@@ -40,6 +41,13 @@ func simulate(plan Plan, g string) mountState {
 		o := plan.Ops[i]
 		if o.Kind == OpRemountRO || o.Kind == OpSymlink || !policy.Within(g, o.Dst) {
 			continue
+		}
+		if o.Dst != g && (o.Kind == OpBind || o.Kind == OpROBind) && o.Src != "/dev/null" {
+			if fi, err := os.Stat(o.Src); err == nil && !fi.IsDir() {
+				// Below a file that is a mount point: nothing can be
+				// created there, and the file cannot be replaced.
+				return mountState{read: true}
+			}
 		}
 		switch {
 		case o.Kind == OpTmpfs || o.Kind == OpDev || o.Kind == OpProc:
@@ -82,7 +90,9 @@ var attackTrees = []attackTree{
 	{name: "agent config present", dirs: []string{".claude/commands", ".claude/agents"}, files: []string{".claude/settings.json"},
 		ro: []string{".claude/settings.json", ".claude/commands/evil.md", ".claude/agents/a.md", ".claude/settings.local.json"}},
 	{name: "git directory as a file", files: []string{".git"}, dirs: []string{"real/hooks"},
-		ro: []string{".git"}, rw: []string{"real/hooks/x"}},
+		ro: []string{".git", ".git/hooks"}, rw: []string{"real/hooks/x"}},
+	{name: "agent config dir replaced by a file", files: []string{".claude", ".hg"},
+		ro: []string{".claude/commands/x.md", ".claude/settings.json", ".hg/hgrc"}},
 	{name: "linked worktree metadata", dirs: []string{".git/worktrees/w/hooks", ".git/modules/m/hooks"}, files: []string{".git/HEAD", ".git/config", ".git/worktrees/w/commondir"},
 		ro: []string{".git/worktrees", ".git/modules", ".git/modules/m/hooks/x"}},
 }
@@ -154,6 +164,13 @@ func TestAttackTreesBothViews(t *testing.T) {
 					if !hasDst(hostPlan, a) || !hasDst(viewPlan, guest(a)) {
 						t.Errorf("parent %s of %s is not pinned in both views", a, d.Resolved)
 					}
+				}
+			}
+			// Every placeholder can be made: its directory exists as a
+			// directory (a placeholder under a file would fail the launch).
+			for _, ph := range append(hostPlan.Placeholders, viewPlan.Placeholders...) {
+				if fi, err := os.Stat(filepath.Dir(ph.Path)); err != nil || !fi.IsDir() {
+					t.Errorf("placeholder %s (%s) cannot be created: its directory is not one", ph.Path, ph.Rule)
 				}
 			}
 			if len(hostPlan.Placeholders) != len(viewPlan.Placeholders) {

@@ -11,7 +11,7 @@ import (
 
 // DirNames are the protected names that are directories, so that a
 // missing one gets a directory placeholder.
-var DirNames = []string{".vscode", ".idea", ".claude", "commands", "agents", "hooks", ".git", "modules", "worktrees", ".ssh",
+var DirNames = []string{".vscode", ".idea", ".claude", "commands", "agents", "hooks", ".git", ".hg", "modules", "worktrees", ".ssh",
 	".config", "git", "fish", "autostart", "systemd"}
 
 // placeholderContent is what a file placeholder must hold for programs to
@@ -96,7 +96,10 @@ func decide(p *policy.Policy, creationRules bool) ([]*node, []Placeholder) {
 		case d.Kind != policy.Missing:
 			add(d.Resolved, d.Kind, d.Rule, false)
 		case !creationRules:
-			ph := placeholderFor(d, root)
+			ph, ok := placeholderFor(d, root)
+			if !ok {
+				break // under a file: pinning the file (below) is enough
+			}
 			if !slices.ContainsFunc(placeholders, func(o Placeholder) bool { return o.Path == ph.Path }) {
 				placeholders = append(placeholders, ph)
 			}
@@ -178,11 +181,20 @@ func writeRootOf(p *policy.Policy, path string) string {
 
 // placeholderFor returns what to create for a missing protected path: an
 // empty directory at the first missing component when a parent is missing
-// or the name is a directory, else an empty file.
-func placeholderFor(d policy.Path, root string) Placeholder {
+// or the name is a directory, else an empty file. ok is false when the
+// deepest existing ancestor is not a directory: nothing can be created
+// below it, and pinParents makes it a mount point, so it cannot be
+// replaced by one either.
+func placeholderFor(d policy.Path, root string) (_ Placeholder, ok bool) {
 	first := d.Resolved
-	for a := filepath.Dir(first); a != root && policy.Within(a, root); a = filepath.Dir(a) {
-		if _, err := os.Lstat(a); err == nil {
+	for a := filepath.Dir(first); policy.Within(a, root); a = filepath.Dir(a) {
+		if fi, err := os.Lstat(a); err == nil {
+			if !fi.IsDir() {
+				return Placeholder{}, false
+			}
+			break
+		}
+		if a == root {
 			break
 		}
 		first = a
@@ -193,7 +205,7 @@ func placeholderFor(d policy.Path, root string) Placeholder {
 	if !dir {
 		ph.Content = placeholderContent[filepath.Base(first)]
 	}
-	return ph
+	return ph, true
 }
 
 func depth(path string) int {
