@@ -112,7 +112,9 @@ func TestSrtdMicroVM(t *testing.T) {
 			{HostPath: ro, GuestPath: "/ro", ReadOnly: true},
 			{HostPath: prot, GuestPath: "/prot"},
 		},
-		ProtectedPaths: []string{prot, filepath.Join(rw, "protected.txt")},
+		// not-yet.txt does not exist: the guest pins a placeholder, as
+		// the native backend's plan does (it used to refuse the launch).
+		ProtectedPaths: []string{prot, filepath.Join(rw, "protected.txt"), filepath.Join(rw, "not-yet.txt")},
 		GuestWorkdir:   "/ws", NetworkEnabled: true, EgressAllowlist: []string{"127.0.0.1"},
 	}, port.BackendMicroVM)
 	if err != nil {
@@ -162,13 +164,13 @@ func TestSrtdMicroVM(t *testing.T) {
 	})
 
 	t.Run("binds-from-inside", func(t *testing.T) {
-		out, _ := d.sh(t, "vm1", "touch /ws/new && echo rw=ok; touch /ro/y && echo ro=w; cat /ro/x; touch /prot/p && echo prot=w; echo x >> /ws/protected.txt && echo protfile=w; touch /etc/vm-x && echo etc=w; ls / >/dev/null && echo ls=ok")
+		out, _ := d.sh(t, "vm1", "touch /ws/new && echo rw=ok; touch /ro/y && echo ro=w; cat /ro/x; touch /prot/p && echo prot=w; echo x >> /ws/protected.txt && echo protfile=w; echo x > /ws/not-yet.txt && echo notyet=w; touch /etc/vm-x && echo etc=w; ls / >/dev/null && echo ls=ok")
 		for _, good := range []string{"rw=ok", "ro-data", "ls=ok"} {
 			if !strings.Contains(out, good) {
 				t.Errorf("no %q in\n%s", good, out)
 			}
 		}
-		for _, bad := range []string{"ro=w", "prot=w", "protfile=w"} {
+		for _, bad := range []string{"ro=w", "prot=w", "protfile=w", "notyet=w"} {
 			if strings.Contains(out, bad) {
 				t.Errorf("%q in\n%s", bad, out)
 			}

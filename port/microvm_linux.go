@@ -20,6 +20,7 @@ import (
 	"github.com/srt-go/srt/netrule"
 	"github.com/srt-go/srt/policy"
 	"github.com/srt-go/srt/sandbox/linux"
+	"github.com/srt-go/srt/sandbox/linux/fsplan"
 	"github.com/srt-go/srt/violation"
 	"golang.org/x/sys/unix"
 )
@@ -311,14 +312,14 @@ func (rt *Runtime) LaunchMicroVM(ctx context.Context, spec Spec, egress *EgressL
 // microvmShares maps the session's view onto VM shares: each bind at its
 // guestPath (read-only unless writable in this mode), each
 // runnerStateDir writable wherever it appears (inside a read-only bind
-// too, as a writable share on top), and the policy's write-denies
-// (protectedPaths and the mandatory denies, literal and resolved
-// spellings) translated to guest paths through the shares. A deny that
-// does not exist inside a writable share cannot be protected in the
-// guest: the launch fails closed for a protectedPath; a mandatory deny
-// (.bashrc, .git/hooks, ...) that does not exist yet is returned in unprot
-// (native pins it with a placeholder; the guest cannot yet), logged and
-// shown in the handle's details.
+// too, as a writable share on top). What the guest pins read-only comes
+// from the same plan as the native backend's mounts (fsplan.Build over
+// the view, without creation-time rules, which the guest's virtio-9p
+// shares cannot run): every path the plan binds read-only inside a
+// writable share. A protected path that does not exist yet is one of the
+// plan's placeholders: returned in unprot (guest path and rule, for the
+// handle's details) and unprotHost (what to create on the host, after
+// which the caller plans again and the guest pins it).
 func microvmShares(spec Spec, p *policy.Policy) (shares []microvm.Share, protected, unprot, unprotHost []string, err error) {
 	ro := ReadOnlyMode(spec.Mode)
 	for i, b := range spec.BindMounts {
@@ -350,47 +351,27 @@ func microvmShares(spec Spec, p *policy.Policy) (shares []microvm.Share, protect
 	if err := p.LinkedDeniesError(); err != nil {
 		return nil, nil, nil, nil, err
 	}
-	for _, d := range p.DenyWrite {
-		for _, h := range []string{d.Resolved, d.Literal} {
-			for _, g := range guestPaths(shares, h) {
-				if d.Kind == policy.Missing {
-					sh := deepestShare(shares, g)
-					if sh == nil || sh.ReadOnly {
-						continue
-					}
-					if d.Origin == policy.OriginMandatory {
-						// Native pins these with a placeholder file; the
-						// guest cannot yet. Reported, never silent.
-						if u := g + " (" + d.Rule + ")"; !slices.Contains(unprot, u) {
-							unprot = append(unprot, u)
-						}
-						if !slices.Contains(unprotHost, d.Resolved) {
-							unprotHost = append(unprotHost, d.Resolved)
-						}
-						continue
-					}
-					return nil, nil, nil, nil, fmt.Errorf("%w: %s (%s) does not exist, and the microvm guest can protect only a path that exists at launch inside writable share %s; create it first, or use a read-only mode or readOnly binds",
-						ErrUnenforceable, d.Literal, d.Rule, sh.GuestPath)
-				}
-				if !slices.Contains(protected, g) {
-					protected = append(protected, g)
-				}
+	plan := fsplan.Build(p, fsplan.Options{})
+	isShare := func(g string) bool {
+		return slices.ContainsFunc(shares, func(s microvm.Share) bool { return s.GuestPath == g })
+	}
+	for _, op := range plan.Ops {
+		if op.Runtime || op.Kind != fsplan.OpROBind || op.Src == "/dev/null" || isShare(op.Dst) {
+			continue
+		}
+		if sh := deepestShare(shares, op.Dst); sh != nil && !sh.ReadOnly && !slices.Contains(protected, op.Dst) {
+			protected = append(protected, op.Dst)
+		}
+	}
+	for _, ph := range plan.Placeholders {
+		for _, g := range p.View.Guests(ph.Path) {
+			if sh := deepestShare(shares, g); sh != nil && !sh.ReadOnly {
+				unprot = append(unprot, g+" ("+ph.Rule+")")
 			}
 		}
+		unprotHost = append(unprotHost, ph.Path)
 	}
 	return shares, protected, unprot, unprotHost, nil
-}
-
-// guestPaths returns where host path h appears in the guest: once per
-// share whose host path holds it.
-func guestPaths(shares []microvm.Share, h string) []string {
-	var out []string
-	for _, s := range shares {
-		if within(h, s.HostPath) {
-			out = append(out, filepath.Join(s.GuestPath, strings.TrimPrefix(h, s.HostPath)))
-		}
-	}
-	return out
 }
 
 // deepestShare is the share the guest sees at guest path g (the deepest
