@@ -17,11 +17,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/srt-go/srt/sandbox/linux/wire"
 	"golang.org/x/sys/unix"
 )
 
 // The guardian is a small process, srt's own binary started with
-// GuardianArg, that owns every change srt makes to the host filesystem for
+// wire.GuardianArg, that owns every change srt makes to the host filesystem for
 // one sandbox: it creates the placeholders, and removes them once the
 // sandbox is gone. It lives in its own session and outlives srt, so that
 // even when srt is killed with SIGKILL no placeholder is left behind: the
@@ -34,23 +35,6 @@ import (
 // the last user, removes the placeholder. Removing it earlier would detach
 // the mount in the other sandbox (unlinking a mount point in another mount
 // namespace lazily unmounts it, Linux ≥ 3.18) and lift its protection.
-
-// GuardianArg is the argument that makes srt's binary run as a guardian.
-const GuardianArg = "--srt-guardian"
-
-type guardianRequest struct {
-	Op   string `json:"op"` // "create", "adopt", "watch" or "done"
-	Path string `json:"path,omitempty"`
-	Dir  bool   `json:"dir,omitempty"`
-	// Content is what a new file placeholder holds.
-	Content string `json:"content,omitempty"`
-	PIDs    []int  `json:"pids,omitempty"`
-}
-
-type guardianReply struct {
-	Created bool   `json:"created,omitempty"`
-	Error   string `json:"error,omitempty"`
-}
 
 // guardian is srt's handle on its guardian process.
 type guardian struct {
@@ -70,7 +54,7 @@ func startGuardian(stateDir string) (*guardian, error) {
 	}
 	ours, theirs := os.NewFile(uintptr(fds[0]), "guardian"), os.NewFile(uintptr(fds[1]), "guardian")
 	defer theirs.Close()
-	cmd := exec.Command("/proc/self/exe", GuardianArg, stateDir)
+	cmd := exec.Command("/proc/self/exe", wire.GuardianArg, stateDir)
 	cmd.ExtraFiles = []*os.File{theirs}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
@@ -80,8 +64,8 @@ func startGuardian(stateDir string) (*guardian, error) {
 	return &guardian{cmd: cmd, conn: ours, rd: bufio.NewReader(ours)}, nil
 }
 
-func (g *guardian) call(req guardianRequest) (guardianReply, error) {
-	var rep guardianReply
+func (g *guardian) call(req wire.GuardianRequest) (wire.GuardianReply, error) {
+	var rep wire.GuardianReply
 	b, _ := json.Marshal(req)
 	if _, err := g.conn.Write(append(b, '\n')); err != nil {
 		return rep, fmt.Errorf("guardian: %w", err)
@@ -101,7 +85,7 @@ func (g *guardian) call(req guardianRequest) (guardianReply, error) {
 
 // callAll sends every request before reading the replies, so a batch costs
 // one round trip. The first failure is returned, naming its path.
-func (g *guardian) callAll(reqs []guardianRequest) error {
+func (g *guardian) callAll(reqs []wire.GuardianRequest) error {
 	// A guardian that does not answer must not hang srt's start-up.
 	g.conn.SetDeadline(time.Now().Add(15 * time.Second))
 	defer g.conn.SetDeadline(time.Time{})
@@ -119,7 +103,7 @@ func (g *guardian) callAll(reqs []guardianRequest) error {
 		if err != nil {
 			return fmt.Errorf("guardian: %w", err)
 		}
-		var rep guardianReply
+		var rep wire.GuardianReply
 		if err := json.Unmarshal(line, &rep); err != nil {
 			return fmt.Errorf("guardian reply: %w", err)
 		}
@@ -135,29 +119,29 @@ func (g *guardian) finish() error {
 	// "done" says srt saw bubblewrap end; without it the guardian knows srt
 	// died and ends bubblewrap's process group itself.
 	g.conn.SetDeadline(time.Now().Add(5 * time.Second))
-	g.call(guardianRequest{Op: "done"})
+	g.call(wire.GuardianRequest{Op: wire.GuardianDone})
 	g.conn.Close()
 	return g.cmd.Wait()
 }
 
 // RunGuardian is the guardian's main function; args are the arguments after
-// GuardianArg. It never returns.
+// wire.GuardianArg. It never returns.
 func RunGuardian(args []string) {
 	// Terminal and job-control signals must not cut the cleanup short.
 	signal.Ignore(unix.SIGINT, unix.SIGHUP, unix.SIGTERM, unix.SIGQUIT, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU)
 	if len(args) != 1 {
-		os.Exit(125)
+		os.Exit(wire.ExitSetup)
 	}
 	g := &guardianState{locks: filepath.Join(args[0], "locks")}
-	conn := os.NewFile(3, "guardian")
+	conn := os.NewFile(wire.GuardianFD, "guardian")
 	rd := bufio.NewReader(conn)
 	for {
 		line, err := rd.ReadBytes('\n')
 		if err != nil {
 			break
 		}
-		var req guardianRequest
-		var rep guardianReply
+		var req wire.GuardianRequest
+		var rep wire.GuardianReply
 		if err := json.Unmarshal(line, &req); err != nil {
 			rep.Error = err.Error()
 		} else {
@@ -197,25 +181,25 @@ type guardianState struct {
 	done bool
 }
 
-func (g *guardianState) handle(req guardianRequest) (guardianReply, error) {
+func (g *guardianState) handle(req wire.GuardianRequest) (wire.GuardianReply, error) {
 	switch req.Op {
-	case "create":
+	case wire.GuardianCreate:
 		created, err := g.acquire(req.Path, req.Dir, true, req.Content)
-		return guardianReply{Created: created}, err
-	case "adopt":
+		return wire.GuardianReply{Created: created}, err
+	case wire.GuardianAdopt:
 		_, err := g.acquire(req.Path, req.Dir, false, "")
-		return guardianReply{}, err
-	case "done":
+		return wire.GuardianReply{}, err
+	case wire.GuardianDone:
 		g.done = true
-		return guardianReply{}, nil
-	case "watch":
+		return wire.GuardianReply{}, nil
+	case wire.GuardianWatch:
 		g.pids = append(g.pids, req.PIDs...)
 		if len(req.PIDs) > 0 {
 			g.pgid = req.PIDs[0] // bubblewrap leads its own process group
 		}
-		return guardianReply{}, nil
+		return wire.GuardianReply{}, nil
 	}
-	return guardianReply{}, fmt.Errorf("unknown guardian op %q", req.Op)
+	return wire.GuardianReply{}, fmt.Errorf("unknown guardian op %q", req.Op)
 }
 
 func lockName(dir, path string) string {

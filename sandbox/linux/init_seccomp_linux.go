@@ -34,7 +34,7 @@ import (
 // on every thread of PID 1 and, with spec.Seccomp.Notify, sends the
 // listener to srt over spec.NotifyFD. Nothing is sent (srt then records
 // nothing from the kernel) when the kernel cannot give a listener.
-func installFilter(spec *initSpec) error {
+func installFilter(spec *wire.InitSpec) error {
 	if err := installFSFilter(spec); err != nil {
 		return err
 	}
@@ -47,7 +47,7 @@ func installFilter(spec *initSpec) error {
 }
 
 // installFSFilter installs the main filter, with its listener when asked.
-func installFSFilter(spec *initSpec) error {
+func installFSFilter(spec *wire.InitSpec) error {
 	if !spec.Seccomp.Notify {
 		prog, err := seccomp.Build(spec.Seccomp)
 		if err != nil {

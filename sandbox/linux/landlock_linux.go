@@ -19,6 +19,7 @@ import (
 	"github.com/srt-go/srt/policy"
 	"github.com/srt-go/srt/proxy"
 	"github.com/srt-go/srt/sandbox/linux/supervisor"
+	"github.com/srt-go/srt/sandbox/linux/wire"
 	"github.com/srt-go/srt/seccomp"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
@@ -33,30 +34,6 @@ import (
 // printed before the command runs. It never runs silently weaker: without
 // Landlock it refuses.
 
-// LandlockStageArg makes srt's binary apply the restrictions to itself and
-// exec the command.
-const LandlockStageArg = "--srt-landlock-stage"
-
-// landlockSpec is what srt tells the stage, through an inherited pipe.
-type landlockSpec struct {
-	Argv       []string        `json:"argv"`
-	ReadDirs   []string        `json:"readDirs,omitempty"`
-	ReadFiles  []string        `json:"readFiles,omitempty"`
-	ListDirs   []string        `json:"listDirs,omitempty"`
-	WriteDirs  []string        `json:"writeDirs,omitempty"`
-	WriteFiles []string        `json:"writeFiles,omitempty"`
-	Devices    []string        `json:"devices,omitempty"`
-	TCPPorts   []uint16        `json:"tcpPorts"`
-	Seccomp    seccomp.Options `json:"seccomp"`
-	Ctty       int             `json:"ctty"`
-	// KeepFDs are the user's descriptors (Config.KeepFDs), left open in
-	// the command at their numbers; every other one is closed.
-	KeepFDs []int `json:"keepFds,omitempty"`
-	// NotifyFD is a socket to srt over which the stage sends the seccomp
-	// listener when Seccomp.Notify is set, as PID 1 does (notify_linux.go).
-	NotifyFD int `json:"notifyFd,omitempty"`
-}
-
 // LandlockABI returns the kernel's Landlock ABI version, or an error when
 // Landlock is absent.
 func LandlockABI() (int, error) { return landlockABI() }
@@ -67,7 +44,7 @@ func LandlockABI() (int, error) { return landlockABI() }
 // given the right to create or remove entries (that right covers the
 // protected name too), only its subdirectories and existing files can.
 // missing lists what this costs, for the user.
-func landlockPlan(p *policy.Policy, tmpdir string) (spec landlockSpec, missing []string) {
+func landlockPlan(p *policy.Policy, tmpdir string) (spec wire.LandlockSpec, missing []string) {
 	b := &llBuilder{p: p}
 	b.read("/")
 	if !p.FilesystemDisabled {
@@ -89,7 +66,7 @@ func landlockPlan(p *policy.Policy, tmpdir string) (spec landlockSpec, missing [
 
 type llBuilder struct {
 	p           *policy.Policy
-	spec        landlockSpec
+	spec        wire.LandlockSpec
 	constrained []string
 }
 
@@ -193,21 +170,21 @@ func landlockMissing(abi int) []string {
 }
 
 // RunLandlockStage applies the restrictions to this process and execs the
-// command; args are the arguments after LandlockStageArg. It never returns.
+// command; args are the arguments after wire.LandlockStageArg. It never returns.
 func RunLandlockStage(args []string) {
 	fail := func(format string, a ...any) {
 		fmt.Fprintf(os.Stderr, "srt: "+format+"\n", a...)
-		os.Exit(exitSetup)
+		os.Exit(wire.ExitSetup)
 	}
 	if len(args) != 1 {
-		fail("%s is internal to srt", LandlockStageArg)
+		fail("%s is internal to srt", wire.LandlockStageArg)
 	}
 	fd, err := strconv.Atoi(args[0])
 	if err != nil {
 		fail("bad spec descriptor")
 	}
 	f := os.NewFile(uintptr(fd), "spec")
-	var spec landlockSpec
+	var spec wire.LandlockSpec
 	b, err := io.ReadAll(f)
 	f.Close()
 	if err == nil {
@@ -219,9 +196,9 @@ func RunLandlockStage(args []string) {
 	closeOtherFDs(spec.KeepFDs)
 	path, err := exec.LookPath(spec.Argv[0])
 	if err != nil {
-		code := exitNotFound
+		code := wire.ExitNotFound
 		if errors.Is(err, os.ErrPermission) {
-			code = exitNotExec
+			code = wire.ExitNotExec
 		}
 		fmt.Fprintf(os.Stderr, "srt: %s: %v\n", spec.Argv[0], err)
 		os.Exit(code)
@@ -252,7 +229,7 @@ func RunLandlockStage(args []string) {
 	// The main filter, installed as PID 1 installs it: with its listener
 	// when srt records the refusals, the deny-only filter where the kernel
 	// cannot give one.
-	err = installFSFilter(&initSpec{Seccomp: spec.Seccomp, NotifyFD: spec.NotifyFD})
+	err = installFSFilter(&wire.InitSpec{Seccomp: spec.Seccomp, NotifyFD: spec.NotifyFD})
 	if err == nil {
 		err = installMPTCPFilter(spec.Seccomp)
 	}
@@ -261,7 +238,7 @@ func RunLandlockStage(args []string) {
 	}
 	err = syscall.Exec(path, spec.Argv, os.Environ())
 	fmt.Fprintf(os.Stderr, "srt: %s: %v\n", spec.Argv[0], err)
-	os.Exit(exitNotExec)
+	os.Exit(wire.ExitNotExec)
 }
 
 // llReadDir is the right to list a directory, without reading its files.
@@ -458,7 +435,7 @@ func StartLandlock(ctx context.Context, cfg Config, warn io.Writer) (*landlockPr
 	}
 	b, _ := json.Marshal(spec)
 	go func() { specW.Write(b); specW.Close() }()
-	cmd := exec.Command("/proc/self/exe", LandlockStageArg, strconv.Itoa(specFD))
+	cmd := exec.Command("/proc/self/exe", wire.LandlockStageArg, strconv.Itoa(specFD))
 	cmd.Env = env
 	cmd.Dir = cfg.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
@@ -509,7 +486,7 @@ func (lp *landlockProcess) Wait() (int, error) {
 		return 0, nil
 	case errors.As(err, &ee):
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return exitSignalShift + int(ws.Signal()), nil
+			return wire.ExitSignalShift + int(ws.Signal()), nil
 		}
 		return ee.ExitCode(), nil
 	}

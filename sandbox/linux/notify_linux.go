@@ -6,6 +6,7 @@ import (
 
 	"github.com/srt-go/srt/sandbox/linux/fsplan"
 	"github.com/srt-go/srt/sandbox/linux/supervisor"
+	"github.com/srt-go/srt/sandbox/linux/wire"
 	"github.com/srt-go/srt/violation"
 )
 
@@ -17,7 +18,7 @@ import (
 // of it, when cfg asks for sandbox violations, creation-time rules or
 // checked binds; nil (and spec untouched) otherwise. m is the plan's
 // mapping, through which the supervisor judges the sandbox's paths.
-func startNotifier(cfg Config, create bool, spec *initSpec, tmpdir string, m fsplan.Mapping, addFD func(*os.File) int, lg *slog.Logger) (*supervisor.Supervisor, error) {
+func startNotifier(cfg Config, create bool, spec *wire.InitSpec, tmpdir string, m fsplan.Mapping, addFD func(*os.File) int, lg *slog.Logger) (*supervisor.Supervisor, error) {
 	if cfg.OnSandboxViolation == nil && !create && !(spec.Seccomp.CheckBinds && !spec.Seccomp.AllowUnixSockets) {
 		return nil, nil
 	}

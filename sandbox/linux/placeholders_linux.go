@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/srt-go/srt/sandbox/linux/fsplan"
+	"github.com/srt-go/srt/sandbox/linux/wire"
 )
 
 // Placeholders are empty files and directories held on the host at
@@ -27,7 +28,7 @@ func NewPlaceholders(paths []string) (*Placeholders, error) {
 	if err != nil {
 		return nil, err
 	}
-	var reqs []guardianRequest
+	var reqs []wire.GuardianRequest
 	seen := map[string]bool{}
 	for _, p := range paths {
 		// The chain of missing components, from the top one down.
@@ -44,7 +45,7 @@ func NewPlaceholders(paths []string) (*Placeholders, error) {
 			}
 			seen[a] = true
 			dir := i > 0 || slices.Contains(fsplan.DirNames, filepath.Base(a))
-			r := guardianRequest{Op: "create", Path: a, Dir: dir}
+			r := wire.GuardianRequest{Op: wire.GuardianCreate, Path: a, Dir: dir}
 			if !dir {
 				r.Content = fsplan.PlaceholderContent(filepath.Base(a))
 			}
@@ -58,7 +59,7 @@ func NewPlaceholders(paths []string) (*Placeholders, error) {
 	if err != nil {
 		return nil, err
 	}
-	slices.SortStableFunc(reqs, func(a, b guardianRequest) int { return len(a.Path) - len(b.Path) })
+	slices.SortStableFunc(reqs, func(a, b wire.GuardianRequest) int { return len(a.Path) - len(b.Path) })
 	if err := g.callAll(reqs); err != nil {
 		g.finish()
 		return nil, fmt.Errorf("placeholders: %w", err)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 	"sync/atomic"
+
+	"github.com/srt-go/srt/sandbox/linux/wire"
 )
 
 // dispatched records that this program called DispatchRole: only then may
@@ -32,13 +34,13 @@ func DispatchRole() {
 		return
 	}
 	switch os.Args[1] {
-	case InitArg:
+	case wire.InitArg:
 		RunInit(os.Args[2:])
-	case GuardianArg:
+	case wire.GuardianArg:
 		RunGuardian(os.Args[2:])
-	case LandlockStageArg:
+	case wire.LandlockStageArg:
 		RunLandlockStage(os.Args[2:])
-	case ProxyConnectArg:
+	case wire.ProxyConnectArg:
 		RunProxyConnect(os.Args[2:])
 	}
 }

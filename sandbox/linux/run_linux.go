@@ -24,6 +24,7 @@ import (
 	"github.com/srt-go/srt/proxy"
 	"github.com/srt-go/srt/sandbox/linux/fsplan"
 	"github.com/srt-go/srt/sandbox/linux/supervisor"
+	"github.com/srt-go/srt/sandbox/linux/wire"
 	"github.com/srt-go/srt/seccomp"
 	"github.com/srt-go/srt/violation"
 	"golang.org/x/sys/unix"
@@ -228,7 +229,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	}
 	infoFD := addFD(infoW)
 
-	spec := initSpec{
+	spec := wire.InitSpec{
 		Argv: cfg.Argv, KeepFDs: cfg.KeepFDs, CloseFDs: []int{exeFD}, StartedFD: startedFD, Ctty: -1,
 		ListenFD: -1, LifelineFD: lifelineFD,
 		Seccomp: seccomp.Options{
@@ -290,27 +291,27 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	specW.Close()
 
 	if p.guardian != nil {
-		var reqs []guardianRequest
+		var reqs []wire.GuardianRequest
 		for _, ph := range plan.Placeholders {
-			reqs = append(reqs, guardianRequest{Op: "create", Path: ph.Path, Dir: ph.Dir, Content: ph.Content})
+			reqs = append(reqs, wire.GuardianRequest{Op: wire.GuardianCreate, Path: ph.Path, Dir: ph.Dir, Content: ph.Content})
 			lg.Debug("placeholder", "path", ph.Path, "rule", ph.Rule)
 		}
 		// An empty file or directory the plan mounts may be another
 		// sandbox's placeholder: share it, and should that sandbox remove
 		// it in the meantime, make it again, so the mount plan still holds.
 		for _, a := range adopt {
-			reqs = append(reqs, guardianRequest{Op: "create", Path: a.Path, Dir: a.Dir, Content: a.Content})
+			reqs = append(reqs, wire.GuardianRequest{Op: wire.GuardianCreate, Path: a.Path, Dir: a.Dir, Content: a.Content})
 		}
 		// Parents before children: a directory another sandbox made (and
 		// may just have removed) must be there before a placeholder in it.
-		slices.SortStableFunc(reqs, func(a, b guardianRequest) int { return len(a.Path) - len(b.Path) })
+		slices.SortStableFunc(reqs, func(a, b wire.GuardianRequest) int { return len(a.Path) - len(b.Path) })
 		if err := p.guardian.callAll(reqs); err != nil {
 			return nil, setupErr("cannot protect a missing path: %w", err)
 		}
 	}
 
 	cmd := exec.Command(cfg.BwrapPath, "--args", strconv.Itoa(argsFD), "--",
-		fmt.Sprintf("/proc/self/fd/%d", exeFD), InitArg, strconv.Itoa(specFD))
+		fmt.Sprintf("/proc/self/fd/%d", exeFD), wire.InitArg, strconv.Itoa(specFD))
 	cmd.Env = env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 	cmd.ExtraFiles = extra
@@ -332,7 +333,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		var b [1]byte
 		n, _ := p.started.Read(b[:])
 		p.started.Close()
-		p.startedOK = n == 1
+		p.startedOK = n == 1 && b[0] == wire.StartedByte
 		close(p.ready)
 	}()
 	p.net.serve()
@@ -340,7 +341,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		p.notify.Serve()
 	}
 	if p.guardian != nil {
-		if _, err := p.guardian.call(guardianRequest{Op: "watch", PIDs: []int{cmd.Process.Pid}}); err != nil {
+		if _, err := p.guardian.call(wire.GuardianRequest{Op: wire.GuardianWatch, PIDs: []int{cmd.Process.Pid}}); err != nil {
 			return nil, setupErr("guardian: %w", err)
 		}
 	}
@@ -388,9 +389,7 @@ func (p *Process) abort() {
 // PID.
 func readInfo(r *os.File, out chan<- int) {
 	defer r.Close()
-	var info struct {
-		ChildPID int `json:"child-pid"`
-	}
+	var info wire.BwrapInfo
 	if err := json.NewDecoder(bufio.NewReader(r)).Decode(&info); err == nil && info.ChildPID > 0 {
 		out <- info.ChildPID
 	}
@@ -450,7 +449,7 @@ func (p *Process) Wait() (int, error) {
 			p.code = 0
 		case errors.As(err, &ee):
 			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				p.code = exitSignalShift + int(ws.Signal())
+				p.code = wire.ExitSignalShift + int(ws.Signal())
 			} else {
 				p.code = ee.ExitCode()
 			}
