@@ -5,6 +5,7 @@ import (
 	"os"
 	"sync/atomic"
 
+	"github.com/srt-go/srt/sandbox/linux/guardian"
 	"github.com/srt-go/srt/sandbox/linux/wire"
 )
 
@@ -37,7 +38,7 @@ func DispatchRole() {
 	case wire.InitArg:
 		RunInit(os.Args[2:])
 	case wire.GuardianArg:
-		RunGuardian(os.Args[2:])
+		guardian.Run(os.Args[2:])
 	case wire.LandlockStageArg:
 		RunLandlockStage(os.Args[2:])
 	case wire.ProxyConnectArg:

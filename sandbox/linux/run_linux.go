@@ -23,6 +23,7 @@ import (
 	"github.com/srt-go/srt/policy"
 	"github.com/srt-go/srt/proxy"
 	"github.com/srt-go/srt/sandbox/linux/fsplan"
+	"github.com/srt-go/srt/sandbox/linux/guardian"
 	"github.com/srt-go/srt/sandbox/linux/supervisor"
 	"github.com/srt-go/srt/sandbox/linux/wire"
 	"github.com/srt-go/srt/seccomp"
@@ -92,7 +93,7 @@ func setupErr(format string, a ...any) error {
 // Process is a running sandbox.
 type Process struct {
 	cmd      *exec.Cmd
-	guardian *guardian
+	guardian *guardian.Client
 	term     *terminal
 	net      *network
 	notify   *supervisor.Supervisor
@@ -291,21 +292,15 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	specW.Close()
 
 	if p.guardian != nil {
-		var reqs []wire.GuardianRequest
+		reqs := slices.Clone(plan.Placeholders)
 		for _, ph := range plan.Placeholders {
-			reqs = append(reqs, wire.GuardianRequest{Op: wire.GuardianCreate, Path: ph.Path, Dir: ph.Dir, Content: ph.Content})
 			lg.Debug("placeholder", "path", ph.Path, "rule", ph.Rule)
 		}
 		// An empty file or directory the plan mounts may be another
 		// sandbox's placeholder: share it, and should that sandbox remove
 		// it in the meantime, make it again, so the mount plan still holds.
-		for _, a := range adopt {
-			reqs = append(reqs, wire.GuardianRequest{Op: wire.GuardianCreate, Path: a.Path, Dir: a.Dir, Content: a.Content})
-		}
-		// Parents before children: a directory another sandbox made (and
-		// may just have removed) must be there before a placeholder in it.
-		slices.SortStableFunc(reqs, func(a, b wire.GuardianRequest) int { return len(a.Path) - len(b.Path) })
-		if err := p.guardian.callAll(reqs); err != nil {
+		reqs = append(reqs, adopt...)
+		if err := p.guardian.Hold(reqs); err != nil {
 			return nil, setupErr("cannot protect a missing path: %w", err)
 		}
 	}
@@ -341,7 +336,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		p.notify.Serve()
 	}
 	if p.guardian != nil {
-		if _, err := p.guardian.call(wire.GuardianRequest{Op: wire.GuardianWatch, PIDs: []int{cmd.Process.Pid}}); err != nil {
+		if err := p.guardian.Watch(cmd.Process.Pid); err != nil {
 			return nil, setupErr("guardian: %w", err)
 		}
 	}
@@ -378,7 +373,7 @@ func (p *Process) abort() {
 		p.notify.Close()
 	}
 	if p.guardian != nil {
-		p.guardian.finish()
+		p.guardian.Finish()
 	}
 	if p.agent != nil {
 		p.agent.Close()
@@ -460,7 +455,7 @@ func (p *Process) Wait() (int, error) {
 			p.err = setupErr("bubblewrap could not set up the sandbox (exit status %d); see its message above", p.code)
 		}
 		if p.guardian != nil {
-			if err := p.guardian.finish(); err != nil && p.err == nil {
+			if err := p.guardian.Finish(); err != nil && p.err == nil {
 				p.err = &SetupError{fmt.Errorf("%w: %w", errPlaceholderCleanup, err)}
 			}
 		}
