@@ -323,7 +323,6 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		f.Close()
 	}
 	closeAfterStart = nil
-	go readInfo(infoR, p.initPID)
 	go func() {
 		var b [1]byte
 		n, _ := p.started.Read(b[:])
@@ -335,11 +334,21 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	if p.notify != nil {
 		p.notify.Serve()
 	}
-	if p.guardian != nil {
-		if err := p.guardian.Watch(cmd.Process.Pid); err != nil {
+	watchPID1 := func(int) {}
+	if g := p.guardian; g != nil {
+		if err := g.Watch(cmd.Process.Pid); err != nil {
+			infoR.Close()
 			return nil, setupErr("guardian: %w", err)
 		}
+		// bubblewrap, killed, ends before the sandbox does: the guardian
+		// must wait for PID 1 too (guardian.state.waitDead).
+		watchPID1 = func(pid int) {
+			if err := g.Watch(pid); err != nil {
+				lg.Debug("guardian", "watch", pid, "error", err)
+			}
+		}
 	}
+	go readInfo(infoR, p.initPID, watchPID1)
 	if p.term != nil {
 		p.term.start()
 	}
@@ -381,12 +390,13 @@ func (p *Process) abort() {
 }
 
 // readInfo reads bubblewrap's --info-fd JSON for the sandbox PID 1's host
-// PID.
-func readInfo(r *os.File, out chan<- int) {
+// PID, which it sends on out and passes to watch, before closing out.
+func readInfo(r io.ReadCloser, out chan<- int, watch func(int)) {
 	defer r.Close()
 	var info wire.BwrapInfo
 	if err := json.NewDecoder(bufio.NewReader(r)).Decode(&info); err == nil && info.ChildPID > 0 {
 		out <- info.ChildPID
+		watch(info.ChildPID)
 	}
 	close(out)
 }

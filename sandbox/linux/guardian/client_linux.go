@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"sync"
 	"syscall"
 	"time"
 
@@ -18,8 +19,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Client is srt's handle on one guardian process.
+// Client is srt's handle on one guardian process. Its methods are safe
+// for concurrent use.
 type Client struct {
+	// mu serialises the exchanges: one request and its reply at a time.
+	mu   sync.Mutex
 	cmd  *exec.Cmd
 	conn *os.File
 	rd   *bufio.Reader
@@ -76,6 +80,8 @@ func (c *Client) Hold(ps []fsplan.Placeholder) error {
 		reqs = append(reqs, wire.GuardianRequest{Op: wire.GuardianCreate, Path: p.Path, Dir: p.Dir, Content: p.Content})
 	}
 	slices.SortStableFunc(reqs, func(a, b wire.GuardianRequest) int { return len(a.Path) - len(b.Path) })
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	// A guardian that does not answer must not hang srt's start-up.
 	c.conn.SetDeadline(time.Now().Add(15 * time.Second))
 	defer c.conn.SetDeadline(time.Time{})
@@ -105,9 +111,14 @@ func (c *Client) Hold(ps []fsplan.Placeholder) error {
 }
 
 // Watch has the guardian wait for pid to be gone before it removes
-// anything. The first pid watched must be bubblewrap's, which leads its
-// own process group: the guardian ends that group should srt die.
+// anything: bubblewrap first, which leads its own process group (the
+// guardian ends that group should srt die), then the sandbox's PID 1. A
+// guardian that does not answer within 5 s fails it.
 func (c *Client) Watch(pid int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.conn.SetDeadline(time.Now().Add(5 * time.Second))
+	defer c.conn.SetDeadline(time.Time{})
 	_, err := c.call(wire.GuardianRequest{Op: wire.GuardianWatch, PIDs: []int{pid}})
 	return err
 }
@@ -115,6 +126,8 @@ func (c *Client) Watch(pid int) error {
 // Finish tells the guardian the sandbox is over and waits for its
 // cleanup; its error is the guardian's exit status.
 func (c *Client) Finish() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	// "done" says srt saw bubblewrap end; without it the guardian knows srt
 	// died and ends bubblewrap's process group itself.
 	c.conn.SetDeadline(time.Now().Add(5 * time.Second))

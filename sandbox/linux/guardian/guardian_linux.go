@@ -71,7 +71,9 @@ type hold struct {
 type state struct {
 	locks string
 	held  []hold
-	pids  []int
+	// pidfds are the watched processes, opened when srt named them: a
+	// pid looked up only at cleanup could by then be another process's.
+	pidfds []int
 	// pgid is bubblewrap's process group; done says srt finished normally.
 	pgid int
 	done bool
@@ -90,9 +92,15 @@ func (g *state) handle(req wire.GuardianRequest) (wire.GuardianReply, error) {
 		g.done = true
 		return wire.GuardianReply{}, nil
 	case wire.GuardianWatch:
-		g.pids = append(g.pids, req.PIDs...)
-		if len(req.PIDs) > 0 {
-			g.pgid = req.PIDs[0] // bubblewrap leads its own process group
+		for _, pid := range req.PIDs {
+			if fd, err := unix.PidfdOpen(pid, 0); err == nil {
+				g.pidfds = append(g.pidfds, fd)
+			} // else already gone
+		}
+		if g.pgid == 0 && len(req.PIDs) > 0 {
+			// The first pid srt watches is bubblewrap's, which leads its
+			// own process group; the sandbox's PID 1 comes later.
+			g.pgid = req.PIDs[0]
 		}
 		return wire.GuardianReply{}, nil
 	}
@@ -156,12 +164,12 @@ func (g *state) acquire(path string, dir, create bool, content string) (bool, er
 
 // waitDead waits until every watched process has exited, so that no
 // placeholder is removed while a sandbox that relies on it still runs.
+// bubblewrap alone is not enough: killed, it ends before its child, the
+// sandbox's PID 1, whose exit in turn waits for every other process of
+// the PID namespace to be gone (zap_pid_ns_processes), so PID 1's end is
+// the sandbox's.
 func (g *state) waitDead() {
-	for _, pid := range g.pids {
-		fd, err := unix.PidfdOpen(pid, 0)
-		if err != nil {
-			continue // already gone
-		}
+	for _, fd := range g.pidfds {
 		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
 		for {
 			if _, err := unix.Poll(fds, -1); err != unix.EINTR {

@@ -2,8 +2,10 @@ package guardian
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/srt-go/srt/sandbox/linux/wire"
 )
@@ -84,5 +86,45 @@ func TestPlaceholderNoSymlinks(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(elsewhere, "hooks")); !os.IsNotExist(err) {
 		t.Fatalf("placeholder appeared behind the link: %v", err)
+	}
+}
+
+// TestWaitDeadEveryWatched: cleanup waits for every process srt named,
+// not only the first (bubblewrap, which a kill ends before the sandbox's
+// PID 1 and the rest of its PID namespace); bubblewrap's process group
+// is the first pid's. A process gone before cleanup, even reaped and its
+// pid free for reuse, does not hold cleanup up.
+func TestWaitDeadEveryWatched(t *testing.T) {
+	bwrap, pid1 := exec.Command("sleep", "60"), exec.Command("sleep", "60")
+	for _, c := range []*exec.Cmd{bwrap, pid1} {
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer c.Process.Kill()
+	}
+	g := newState(t, t.TempDir())
+	for _, c := range []*exec.Cmd{bwrap, pid1} {
+		if _, err := g.handle(wire.GuardianRequest{Op: wire.GuardianWatch, PIDs: []int{c.Process.Pid}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if g.pgid != bwrap.Process.Pid {
+		t.Fatalf("pgid %d, want bubblewrap's %d", g.pgid, bwrap.Process.Pid)
+	}
+	bwrap.Process.Kill()
+	bwrap.Wait()
+	done := make(chan struct{})
+	go func() { g.waitDead(); close(done) }()
+	select {
+	case <-done:
+		t.Fatal("cleanup went ahead while the sandbox's PID 1 still ran")
+	case <-time.After(200 * time.Millisecond):
+	}
+	pid1.Process.Kill()
+	pid1.Wait()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("cleanup still waits once every watched process is gone")
 	}
 }
