@@ -17,6 +17,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// This file runs in srt: the host side of the sandbox's network. PID 1's
+// side is sandbox/linux/inside's listeners_linux.go.
+//
 // The sandbox's network: a network namespace with only lo, in which PID 1
 // binds the proxy ports on the sandbox's own loopback and hands the
 // listening sockets to srt over an inherited socket pair (SCM_RIGHTS).
@@ -173,32 +176,6 @@ func recvListeners(conn *os.File) ([]namedListener, error) {
 	return out, nil
 }
 
-// sendListeners is PID 1's side: bind each spec on the sandbox's loopback
-// and send the sockets. An IPv6 address that the namespace lacks is
-// skipped.
-func sendListeners(fd int, specs []wire.ListenSpec) error {
-	var names []string
-	var fds []int
-	for _, s := range specs {
-		ln, err := net.Listen("tcp", s.Addr)
-		if err != nil {
-			continue
-		}
-		f, err := ln.(*net.TCPListener).File()
-		ln.Close()
-		if err != nil {
-			continue
-		}
-		defer f.Close()
-		names = append(names, s.Name)
-		fds = append(fds, int(f.Fd()))
-	}
-	if len(fds) == 0 {
-		return fmt.Errorf("no proxy port could be bound on the sandbox's loopback")
-	}
-	return wire.SendListeners(fd, names, fds)
-}
-
 // proxyEnv is the environment that points clients at the proxies, and
 // GIT_SSH_COMMAND, which sends ssh through the HTTP proxy with srt's own
 // binary as its ProxyCommand.
@@ -213,21 +190,6 @@ func proxyEnv(env []string, srtPath string) []string {
 		env = setEnv(env, "GIT_SSH_COMMAND", fmt.Sprintf(`ssh -o ProxyCommand="%s %s %%h %%p"`, shellQuote(srtPath), wire.ProxyConnectArg))
 	}
 	return env
-}
-
-// RunProxyConnect is the ProxyCommand's main function; args are host and
-// port. It never returns.
-func RunProxyConnect(args []string) {
-	if len(args) != 2 {
-		fmt.Fprintf(os.Stderr, "usage: srt %s HOST PORT\n", wire.ProxyConnectArg)
-		os.Exit(2)
-	}
-	err := relay.ProxyCommand(context.Background(), net.JoinHostPort("127.0.0.1", strconv.Itoa(HTTPProxyPort)),
-		net.JoinHostPort(args[0], args[1]), os.Stdin, os.Stdout, os.Stderr)
-	if err != nil {
-		os.Exit(1)
-	}
-	os.Exit(0)
 }
 
 func cutKV(kv string) (string, string, bool) {

@@ -12,7 +12,8 @@ import (
 
 // This file runs in srt, before the sandbox starts: it sets the seccomp
 // filter up to notify and creates the supervisor that answers it
-// (sandbox/linux/supervisor; PID 1's half is init_seccomp_linux.go).
+// (sandbox/linux/supervisor; PID 1's half is sandbox/linux/inside's
+// seccomp_linux.go).
 
 // startNotifier sets spec up for a notifying filter and returns srt's side
 // of it, when cfg asks for sandbox violations, creation-time rules or

@@ -18,7 +18,7 @@ import (
 )
 
 // Warm is a sandbox that stays up and runs many commands: bubblewrap with
-// srt's PID 1 in agent mode (agent_linux.go). Its mounts, namespaces and
+// srt's PID 1 in agent mode (sandbox/linux/inside's agent_linux.go). Its mounts, namespaces and
 // proxies are set up once, by StartWarm; each Exec costs one fork inside.
 //
 // Its methods are safe for concurrent use.

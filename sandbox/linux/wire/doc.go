@@ -76,7 +76,7 @@
 //
 // After installing its filter, the sandbox's PID 1 (or the Landlock
 // stage) sends srt exactly one message over NotifyFD, then closes its
-// end (notify_linux.go):
+// end (SendListener, RecvListener):
 //
 //	PID 1                                  srt (sandbox/linux/supervisor)
 //	  "listener" + SCM_RIGHTS{listener}  ─▶  answers the notifications

@@ -1,4 +1,4 @@
-package linux
+package inside
 
 import (
 	"encoding/json"
@@ -14,6 +14,12 @@ import (
 	"github.com/srt-go/srt/sandbox/linux/wire"
 	"golang.org/x/sys/unix"
 )
+
+// This file runs in the sandbox's PID 1 (srt's binary started by
+// bubblewrap --as-pid-1 with wire.InitArg): it reads srt's spec, ties the
+// sandbox's life to srt's, installs the seccomp filter, and runs the
+// command or, in a warm sandbox, the exec agent (agent_linux.go). srt's
+// side is sandbox/linux's run_linux.go.
 
 // RunInit is PID 1's main function; args are the arguments after wire.InitArg.
 // It starts the command in a session of its own (with the sandbox's
@@ -84,7 +90,7 @@ func RunInit(args []string) {
 	// call; with TSYNC it covers PID 1's every thread and, inherited, the
 	// command and all its children. no_new_privs comes with it.
 	// With Seccomp.Notify the refusals go to srt instead of returning an
-	// errno directly; see init_seccomp_linux.go for why PID 1 may carry that
+	// errno directly; see seccomp_linux.go for why PID 1 may carry that
 	// filter itself.
 	if spec.RequireListener {
 		if err := unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{}); err != nil {
@@ -172,29 +178,6 @@ func RunInit(args []string) {
 				target = -pid // the command's process group, as a terminal would
 			}
 			unix.Kill(target, sig)
-		}
-	}
-}
-
-// closeOtherFDs marks every descriptor above 2 close-on-exec except keep,
-// so nothing srt or bubblewrap held leaks into the command.
-func closeOtherFDs(keep []int) {
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
-		return
-	}
-	for _, e := range ents {
-		fd, err := strconv.Atoi(e.Name())
-		if err != nil || fd <= 2 {
-			continue
-		}
-		kept := false
-		for _, k := range keep {
-			kept = kept || k == fd
-		}
-		if !kept {
-			unix.CloseOnExec(fd)
 		}
 	}
 }

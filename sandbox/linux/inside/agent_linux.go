@@ -1,4 +1,4 @@
-package linux
+package inside
 
 import (
 	"encoding/json"
@@ -16,6 +16,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// This file runs in the sandbox's PID 1, in agent mode (a warm sandbox:
+// wire.InitSpec.AgentFD); srt's side is sandbox/linux's warm_linux.go.
+//
 // Agent mode: the sandbox's PID 1 runs no command of its own but serves
 // exec requests from srt over an inherited SOCK_SEQPACKET socket pair, so
 // that one sandbox (its namespaces, mounts, proxies) runs many commands.
@@ -253,4 +256,15 @@ func closeAll(fds []int) {
 	for _, fd := range fds {
 		unix.Close(fd)
 	}
+}
+
+// setEnv returns env with k set to v, replacing any earlier value.
+func setEnv(env []string, k, v string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, k+"=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, k+"="+v)
 }
