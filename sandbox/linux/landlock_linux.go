@@ -14,16 +14,19 @@ import (
 	"strconv"
 	"syscall"
 
-	"github.com/landlock-lsm/go-landlock/landlock"
 	"github.com/srt-go/srt/internal/pdeathsig"
 	"github.com/srt-go/srt/policy"
 	"github.com/srt-go/srt/proxy"
 	"github.com/srt-go/srt/sandbox/linux/supervisor"
+	"github.com/srt-go/srt/sandbox/linux/wire"
 	"github.com/srt-go/srt/seccomp"
-	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
 
+// This file runs in srt: it plans and starts the weaker sandbox, whose
+// first process (the Landlock stage, sandbox/linux/inside) restricts
+// itself and execs the command.
+//
 // The weaker sandbox (settings: enableWeakerNestedSandbox) is for hosts
 // where user namespaces are refused (unprivileged containers, kernels with
 // user.max_user_namespaces = 0): no bubblewrap, no namespaces, but still
@@ -32,30 +35,6 @@ import (
 // privileges, no capabilities — and an exact list of what is missing,
 // printed before the command runs. It never runs silently weaker: without
 // Landlock it refuses.
-
-// LandlockStageArg makes srt's binary apply the restrictions to itself and
-// exec the command.
-const LandlockStageArg = "--srt-landlock-stage"
-
-// landlockSpec is what srt tells the stage, through an inherited pipe.
-type landlockSpec struct {
-	Argv       []string        `json:"argv"`
-	ReadDirs   []string        `json:"readDirs,omitempty"`
-	ReadFiles  []string        `json:"readFiles,omitempty"`
-	ListDirs   []string        `json:"listDirs,omitempty"`
-	WriteDirs  []string        `json:"writeDirs,omitempty"`
-	WriteFiles []string        `json:"writeFiles,omitempty"`
-	Devices    []string        `json:"devices,omitempty"`
-	TCPPorts   []uint16        `json:"tcpPorts"`
-	Seccomp    seccomp.Options `json:"seccomp"`
-	Ctty       int             `json:"ctty"`
-	// KeepFDs are the user's descriptors (Config.KeepFDs), left open in
-	// the command at their numbers; every other one is closed.
-	KeepFDs []int `json:"keepFds,omitempty"`
-	// NotifyFD is a socket to srt over which the stage sends the seccomp
-	// listener when Seccomp.Notify is set, as PID 1 does (notify_linux.go).
-	NotifyFD int `json:"notifyFd,omitempty"`
-}
 
 // LandlockABI returns the kernel's Landlock ABI version, or an error when
 // Landlock is absent.
@@ -67,7 +46,7 @@ func LandlockABI() (int, error) { return landlockABI() }
 // given the right to create or remove entries (that right covers the
 // protected name too), only its subdirectories and existing files can.
 // missing lists what this costs, for the user.
-func landlockPlan(p *policy.Policy, tmpdir string) (spec landlockSpec, missing []string) {
+func landlockPlan(p *policy.Policy, tmpdir string) (spec wire.LandlockSpec, missing []string) {
 	b := &llBuilder{p: p}
 	b.read("/")
 	if !p.FilesystemDisabled {
@@ -89,7 +68,7 @@ func landlockPlan(p *policy.Policy, tmpdir string) (spec landlockSpec, missing [
 
 type llBuilder struct {
 	p           *policy.Policy
-	spec        landlockSpec
+	spec        wire.LandlockSpec
 	constrained []string
 }
 
@@ -190,131 +169,6 @@ func landlockMissing(abi int) []string {
 		m = append(m, fmt.Sprintf("TCP is not restricted at all: Landlock ABI %d < 4", abi))
 	}
 	return m
-}
-
-// RunLandlockStage applies the restrictions to this process and execs the
-// command; args are the arguments after LandlockStageArg. It never returns.
-func RunLandlockStage(args []string) {
-	fail := func(format string, a ...any) {
-		fmt.Fprintf(os.Stderr, "srt: "+format+"\n", a...)
-		os.Exit(exitSetup)
-	}
-	if len(args) != 1 {
-		fail("%s is internal to srt", LandlockStageArg)
-	}
-	fd, err := strconv.Atoi(args[0])
-	if err != nil {
-		fail("bad spec descriptor")
-	}
-	f := os.NewFile(uintptr(fd), "spec")
-	var spec landlockSpec
-	b, err := io.ReadAll(f)
-	f.Close()
-	if err == nil {
-		err = json.Unmarshal(b, &spec)
-	}
-	if err != nil || len(spec.Argv) == 0 {
-		fail("reading spec: %v", err)
-	}
-	closeOtherFDs(spec.KeepFDs)
-	path, err := exec.LookPath(spec.Argv[0])
-	if err != nil {
-		code := exitNotFound
-		if errors.Is(err, os.ErrPermission) {
-			code = exitNotExec
-		}
-		fmt.Fprintf(os.Stderr, "srt: %s: %v\n", spec.Argv[0], err)
-		os.Exit(code)
-	}
-	if spec.Ctty >= 0 {
-		unix.Setsid()
-		unix.IoctlSetInt(spec.Ctty, unix.TIOCSCTTY, 0)
-	}
-	if err := dropCapabilities(); err != nil {
-		fail("dropping capabilities: %v", err)
-	}
-	rules := []landlock.Rule{
-		landlock.RODirs(spec.ReadDirs...).IgnoreIfMissing(),
-		landlock.ROFiles(spec.ReadFiles...).IgnoreIfMissing(),
-		landlock.PathAccess(llReadDir, spec.ListDirs...).IgnoreIfMissing(),
-		landlock.RWDirs(spec.WriteDirs...).WithRefer().IgnoreIfMissing(),
-		landlock.RWFiles(spec.WriteFiles...).IgnoreIfMissing(),
-		landlock.RWFiles(spec.Devices...).WithIoctlDev().IgnoreIfMissing(),
-	}
-	for _, port := range spec.TCPPorts {
-		rules = append(rules, landlock.ConnectTCP(port))
-	}
-	// BestEffort only drops the rights this kernel's ABI lacks; srt
-	// checked ABI ≥ 1 and told the user what is missing before starting.
-	if err := landlock.V11.BestEffort().Restrict(rules...); err != nil {
-		fail("Landlock: %v", err)
-	}
-	// The main filter, installed as PID 1 installs it: with its listener
-	// when srt records the refusals, the deny-only filter where the kernel
-	// cannot give one.
-	err = installFSFilter(&initSpec{Seccomp: spec.Seccomp, NotifyFD: spec.NotifyFD})
-	if err == nil {
-		err = installMPTCPFilter(spec.Seccomp)
-	}
-	if err != nil {
-		fail("seccomp filter: %v; refusing to run without it", err)
-	}
-	err = syscall.Exec(path, spec.Argv, os.Environ())
-	fmt.Fprintf(os.Stderr, "srt: %s: %v\n", spec.Argv[0], err)
-	os.Exit(exitNotExec)
-}
-
-// llReadDir is the right to list a directory, without reading its files.
-const llReadDir = landlock.AccessFSSet(unix.LANDLOCK_ACCESS_FS_READ_DIR)
-
-// installMPTCPFilter adds the weaker sandbox's own seccomp rules, stacked
-// on the main filter (which has already checked the architecture), beside
-// the set-id filter every sandbox gets (seccomp.BuildSetID):
-//
-//   - socket(…, IPPROTO_MPTCP) → EPROTONOSUPPORT: Landlock's TCP rules do
-//     not cover Multipath TCP sockets (go-landlock's documentation; kernel
-//     issue landlock-lsm/linux#54).
-//   - chown/fchown/lchown/fchownat → EPERM: Landlock does not confine file
-//     metadata to the write roots (adversarial review).
-func installMPTCPFilter(opts seccomp.Options) error {
-	eperm := unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
-	prog := []bpf.Instruction{
-		bpf.LoadAbsolute{Off: 0, Size: 4}, // nr
-		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: uint32(unix.SYS_SOCKET), SkipTrue: 3},
-		bpf.LoadAbsolute{Off: 16 + 8*2, Size: 4}, // low word of args[2], the protocol
-		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: unix.IPPROTO_MPTCP, SkipTrue: 1},
-		bpf.RetConstant{Val: unix.SECCOMP_RET_ERRNO | uint32(unix.EPROTONOSUPPORT)},
-		bpf.LoadAbsolute{Off: 0, Size: 4}, // nr again (after the socket test)
-	}
-	for _, nr := range chownCalls {
-		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: nr, SkipTrue: 1}, bpf.RetConstant{Val: eperm})
-	}
-	prog = append(prog, bpf.RetConstant{Val: unix.SECCOMP_RET_ALLOW})
-	raw, err := bpf.Assemble(prog)
-	if err != nil {
-		return err
-	}
-	if err := seccomp.Install(raw); err != nil {
-		return err
-	}
-	if raw, err = seccomp.BuildSetID(opts); err != nil {
-		return err
-	}
-	return seccomp.Install(raw)
-}
-
-// dropCapabilities empties every capability set, the bounding set and the
-// ambient set, so that even a root caller's command holds none.
-func dropCapabilities() error {
-	for c := 0; c <= unix.CAP_LAST_CAP; c++ {
-		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.EPERM) {
-			return err
-		}
-	}
-	unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	return unix.Capset(&hdr, &data[0])
 }
 
 // landlockProcess is a running weaker sandbox.
@@ -458,7 +312,7 @@ func StartLandlock(ctx context.Context, cfg Config, warn io.Writer) (*landlockPr
 	}
 	b, _ := json.Marshal(spec)
 	go func() { specW.Write(b); specW.Close() }()
-	cmd := exec.Command("/proc/self/exe", LandlockStageArg, strconv.Itoa(specFD))
+	cmd := exec.Command("/proc/self/exe", wire.LandlockStageArg, strconv.Itoa(specFD))
 	cmd.Env = env
 	cmd.Dir = cfg.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
@@ -509,7 +363,7 @@ func (lp *landlockProcess) Wait() (int, error) {
 		return 0, nil
 	case errors.As(err, &ee):
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return exitSignalShift + int(ws.Signal()), nil
+			return wire.ExitSignalShift + int(ws.Signal()), nil
 		}
 		return ee.ExitCode(), nil
 	}

@@ -2,7 +2,6 @@ package linux
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
@@ -14,10 +13,14 @@ import (
 	"github.com/srt-go/srt/policy"
 	"github.com/srt-go/srt/proxy"
 	"github.com/srt-go/srt/relay"
+	"github.com/srt-go/srt/sandbox/linux/wire"
 	"github.com/srt-go/srt/violation"
 	"golang.org/x/sys/unix"
 )
 
+// This file runs in srt: the host side of the sandbox's network. PID 1's
+// side is sandbox/linux/inside's listeners_linux.go.
+//
 // The sandbox's network: a network namespace with only lo, in which PID 1
 // binds the proxy ports on the sandbox's own loopback and hands the
 // listening sockets to srt over an inherited socket pair (SCM_RIGHTS).
@@ -29,25 +32,21 @@ import (
 const (
 	// HTTPProxyPort is the HTTP proxy's port on the sandbox's loopback,
 	// as in the reference.
-	HTTPProxyPort = 3128
+	HTTPProxyPort = wire.HTTPProxyPort
 	// SOCKSProxyPort is the SOCKS5 proxy's port on the sandbox's loopback.
-	SOCKSProxyPort = 1080
+	SOCKSProxyPort = wire.SOCKSProxyPort
 )
 
-// listenSpec is one socket PID 1 binds inside the sandbox.
-type listenSpec struct {
-	Name string `json:"name"` // "http" or "socks5"
-	Addr string `json:"addr"` // "127.0.0.1:3128", "[::1]:3128"
-}
-
-func sandboxListeners() []listenSpec {
-	var out []listenSpec
+// sandboxListeners is what PID 1 binds: each proxy on every loopback
+// address of the sandbox.
+func sandboxListeners() []wire.ListenSpec {
+	var out []wire.ListenSpec
 	for _, l := range []struct {
 		name string
 		port int
-	}{{"http", HTTPProxyPort}, {"socks5", SOCKSProxyPort}} {
+	}{{wire.ListenerHTTP, HTTPProxyPort}, {wire.ListenerSOCKS5, SOCKSProxyPort}} {
 		for _, a := range relay.LoopbackAddrs(l.port) {
-			out = append(out, listenSpec{Name: l.name, Addr: a})
+			out = append(out, wire.ListenSpec{Name: l.name, Addr: a})
 		}
 	}
 	return out
@@ -116,11 +115,11 @@ type namedListener struct {
 
 func (n *network) serveOne(ctx context.Context, l namedListener) {
 	switch {
-	case l.name == "http" && n.httpPort != 0:
+	case l.name == wire.ListenerHTTP && n.httpPort != 0:
 		forward(ctx, l.ln, n.httpPort)
-	case l.name == "socks5" && n.socksPort != 0:
+	case l.name == wire.ListenerSOCKS5 && n.socksPort != 0:
 		forward(ctx, l.ln, n.socksPort)
-	case l.name == "http":
+	case l.name == wire.ListenerHTTP:
 		n.srv.HTTP().Serve(ctx, l.ln)
 	default:
 		n.srv.SOCKS5().Serve(ctx, l.ln)
@@ -158,32 +157,12 @@ func (n *network) close() {
 	n.wg.Wait()
 }
 
-// recvListeners reads the one message PID 1 sends: a JSON list of names
-// and the matching descriptors.
+// recvListeners reads the one message PID 1 sends (wire.RecvListeners)
+// and makes a listener of each descriptor.
 func recvListeners(conn *os.File) ([]namedListener, error) {
-	buf := make([]byte, 4096)
-	oob := make([]byte, unix.CmsgSpace(16*4))
-	n, oobn, _, _, err := unix.Recvmsg(int(conn.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
+	names, fds, err := wire.RecvListeners(conn)
 	if err != nil {
-		return nil, fmt.Errorf("receiving listeners: %w", err)
-	}
-	if n == 0 {
-		return nil, fmt.Errorf("receiving listeners: sandbox ended")
-	}
-	var names []string
-	if err := json.Unmarshal(buf[:n], &names); err != nil {
-		return nil, fmt.Errorf("receiving listeners: %w", err)
-	}
-	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err != nil || len(msgs) != 1 {
-		return nil, fmt.Errorf("receiving listeners: bad control message")
-	}
-	fds, err := unix.ParseUnixRights(&msgs[0])
-	if err != nil || len(fds) != len(names) {
-		for _, fd := range fds {
-			unix.Close(fd)
-		}
-		return nil, fmt.Errorf("receiving listeners: %d descriptors for %d names", len(fds), len(names))
+		return nil, err
 	}
 	var out []namedListener
 	for i, fd := range fds {
@@ -198,33 +177,6 @@ func recvListeners(conn *os.File) ([]namedListener, error) {
 	return out, nil
 }
 
-// sendListeners is PID 1's side: bind each spec on the sandbox's loopback
-// and send the sockets. An IPv6 address that the namespace lacks is
-// skipped.
-func sendListeners(fd int, specs []listenSpec) error {
-	var names []string
-	var fds []int
-	for _, s := range specs {
-		ln, err := net.Listen("tcp", s.Addr)
-		if err != nil {
-			continue
-		}
-		f, err := ln.(*net.TCPListener).File()
-		ln.Close()
-		if err != nil {
-			continue
-		}
-		defer f.Close()
-		names = append(names, s.Name)
-		fds = append(fds, int(f.Fd()))
-	}
-	if len(fds) == 0 {
-		return fmt.Errorf("no proxy port could be bound on the sandbox's loopback")
-	}
-	b, _ := json.Marshal(names)
-	return unix.Sendmsg(fd, b, unix.UnixRights(fds...), nil, 0)
-}
-
 // proxyEnv is the environment that points clients at the proxies, and
 // GIT_SSH_COMMAND, which sends ssh through the HTTP proxy with srt's own
 // binary as its ProxyCommand.
@@ -236,28 +188,9 @@ func proxyEnv(env []string, srtPath string) []string {
 	java := proxy.MergeJavaToolOptions(getEnv(env, "JAVA_TOOL_OPTIONS"), HTTPProxyPort)
 	env = setEnv(env, "JAVA_TOOL_OPTIONS", java)
 	if srtPath != "" {
-		env = setEnv(env, "GIT_SSH_COMMAND", fmt.Sprintf(`ssh -o ProxyCommand="%s %s %%h %%p"`, shellQuote(srtPath), ProxyConnectArg))
+		env = setEnv(env, "GIT_SSH_COMMAND", fmt.Sprintf(`ssh -o ProxyCommand="%s %s %%h %%p"`, shellQuote(srtPath), wire.ProxyConnectArg))
 	}
 	return env
-}
-
-// ProxyConnectArg makes srt's binary act as ssh's ProxyCommand: it opens a
-// CONNECT tunnel through the sandbox's HTTP proxy.
-const ProxyConnectArg = "--proxy-connect"
-
-// RunProxyConnect is the ProxyCommand's main function; args are host and
-// port. It never returns.
-func RunProxyConnect(args []string) {
-	if len(args) != 2 {
-		fmt.Fprintf(os.Stderr, "usage: srt %s HOST PORT\n", ProxyConnectArg)
-		os.Exit(2)
-	}
-	err := relay.ProxyCommand(context.Background(), net.JoinHostPort("127.0.0.1", strconv.Itoa(HTTPProxyPort)),
-		net.JoinHostPort(args[0], args[1]), os.Stdin, os.Stdout, os.Stderr)
-	if err != nil {
-		os.Exit(1)
-	}
-	os.Exit(0)
 }
 
 func cutKV(kv string) (string, string, bool) {

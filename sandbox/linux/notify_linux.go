@@ -8,18 +8,20 @@ import (
 	"github.com/srt-go/srt/policy"
 	"github.com/srt-go/srt/sandbox/linux/fsplan"
 	"github.com/srt-go/srt/sandbox/linux/supervisor"
+	"github.com/srt-go/srt/sandbox/linux/wire"
 	"github.com/srt-go/srt/violation"
 )
 
 // This file runs in srt, before the sandbox starts: it sets the seccomp
 // filter up to notify and creates the supervisor that answers it
-// (sandbox/linux/supervisor; PID 1's half is init_seccomp_linux.go).
+// (sandbox/linux/supervisor; PID 1's half is sandbox/linux/inside's
+// seccomp_linux.go).
 
 // startNotifier sets spec up for a notifying filter and returns srt's side
 // of it, when cfg asks for sandbox violations, creation-time rules or
 // checked binds; nil (and spec untouched) otherwise. m is the plan's
 // mapping, through which the supervisor judges the sandbox's paths.
-func startNotifier(cfg Config, create bool, spec *initSpec, tmpdir string, m fsplan.Mapping, addFD func(*os.File) int, lg *slog.Logger) (*supervisor.Supervisor, error) {
+func startNotifier(cfg Config, create bool, spec *wire.InitSpec, tmpdir string, m fsplan.Mapping, addFD func(*os.File) int, lg *slog.Logger) (*supervisor.Supervisor, error) {
 	if cfg.OnSandboxViolation == nil && !create && !(spec.Seccomp.CheckBinds && !spec.Seccomp.AllowUnixSockets) {
 		return nil, nil
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/srt-go/srt/sandbox/linux/fsplan"
+	"github.com/srt-go/srt/sandbox/linux/guardian"
 )
 
 // Placeholders are empty files and directories held on the host at
@@ -15,7 +16,7 @@ import (
 // mounts). The guardian process owns them, as for the native backend: they
 // are removed by Release, or by the guardian if this process dies, and
 // shared with any other sandbox that uses the same ones.
-type Placeholders struct{ g *guardian }
+type Placeholders struct{ g *guardian.Client }
 
 // NewPlaceholders creates a placeholder at each path (absolute, resolved),
 // and at each of its missing parent directories. A path whose base is a
@@ -27,7 +28,7 @@ func NewPlaceholders(paths []string) (*Placeholders, error) {
 	if err != nil {
 		return nil, err
 	}
-	var reqs []guardianRequest
+	var reqs []fsplan.Placeholder
 	seen := map[string]bool{}
 	for _, p := range paths {
 		// The chain of missing components, from the top one down.
@@ -44,7 +45,7 @@ func NewPlaceholders(paths []string) (*Placeholders, error) {
 			}
 			seen[a] = true
 			dir := i > 0 || slices.Contains(fsplan.DirNames, filepath.Base(a))
-			r := guardianRequest{Op: "create", Path: a, Dir: dir}
+			r := fsplan.Placeholder{Path: a, Dir: dir}
 			if !dir {
 				r.Content = fsplan.PlaceholderContent(filepath.Base(a))
 			}
@@ -58,9 +59,8 @@ func NewPlaceholders(paths []string) (*Placeholders, error) {
 	if err != nil {
 		return nil, err
 	}
-	slices.SortStableFunc(reqs, func(a, b guardianRequest) int { return len(a.Path) - len(b.Path) })
-	if err := g.callAll(reqs); err != nil {
-		g.finish()
+	if err := g.Hold(reqs); err != nil {
+		g.Finish()
 		return nil, fmt.Errorf("placeholders: %w", err)
 	}
 	return &Placeholders{g: g}, nil
@@ -74,5 +74,14 @@ func (p *Placeholders) Release() error {
 	}
 	g := p.g
 	p.g = nil
-	return g.finish()
+	return g.Finish()
+}
+
+// startGuardian starts the guardian for one sandbox (sandbox/linux/guardian)
+// once this program is known to dispatch its role.
+func startGuardian(stateDir string) (*guardian.Client, error) {
+	if err := checkDispatched(); err != nil {
+		return nil, err
+	}
+	return guardian.Start(stateDir)
 }

@@ -4,6 +4,10 @@ import (
 	"errors"
 	"os"
 	"sync/atomic"
+
+	"github.com/srt-go/srt/sandbox/linux/guardian"
+	"github.com/srt-go/srt/sandbox/linux/inside"
+	"github.com/srt-go/srt/sandbox/linux/wire"
 )
 
 // dispatched records that this program called DispatchRole: only then may
@@ -18,10 +22,10 @@ var ErrNoDispatch = errors.New("this program does not call sandbox.Main (linux.D
 	"so it cannot be the sandbox's PID 1, guardian or Landlock stage; refusing to start a sandbox")
 
 // DispatchRole runs srt's binary in one of its helper roles when its first
-// argument names one (the sandbox's PID 1, the placeholder guardian, the
-// Landlock stage, ssh's ProxyCommand, the kernel probe of
-// CreationRulesSupported) and never returns then; otherwise it
-// returns at once. Every binary that starts sandboxes (srt, srtd, test
+// argument names one (sandbox/linux/wire: the sandbox's PID 1, the
+// Landlock stage and ssh's ProxyCommand, in sandbox/linux/inside; the
+// placeholder guardian, in sandbox/linux/guardian) and never returns
+// then; otherwise it returns at once. Every binary that starts sandboxes (srt, srtd, test
 // binaries from TestMain) calls it as the first statement of main, since
 // the sandbox re-executes that same binary for these roles; Start,
 // StartWarm and StartLandlock refuse with ErrNoDispatch until it was
@@ -32,14 +36,14 @@ func DispatchRole() {
 		return
 	}
 	switch os.Args[1] {
-	case InitArg:
-		RunInit(os.Args[2:])
-	case GuardianArg:
-		RunGuardian(os.Args[2:])
-	case LandlockStageArg:
-		RunLandlockStage(os.Args[2:])
-	case ProxyConnectArg:
-		RunProxyConnect(os.Args[2:])
+	case wire.InitArg:
+		inside.RunInit(os.Args[2:])
+	case wire.GuardianArg:
+		guardian.Run(os.Args[2:])
+	case wire.LandlockStageArg:
+		inside.RunLandlockStage(os.Args[2:])
+	case wire.ProxyConnectArg:
+		inside.RunProxyConnect(os.Args[2:])
 	}
 }
 

@@ -22,7 +22,9 @@ import (
 	"github.com/srt-go/srt/netrule"
 	"github.com/srt-go/srt/policy"
 	"github.com/srt-go/srt/sandbox/linux/fsplan"
+	"github.com/srt-go/srt/sandbox/linux/guardian"
 	"github.com/srt-go/srt/sandbox/linux/supervisor"
+	"github.com/srt-go/srt/sandbox/linux/wire"
 	"github.com/srt-go/srt/seccomp"
 	"github.com/srt-go/srt/violation"
 	"golang.org/x/sys/unix"
@@ -90,7 +92,7 @@ func setupErr(format string, a ...any) error {
 // Process is a running sandbox.
 type Process struct {
 	cmd      *exec.Cmd
-	guardian *guardian
+	guardian *guardian.Client
 	term     *terminal
 	net      *network
 	notify   *supervisor.Supervisor
@@ -227,7 +229,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	}
 	infoFD := addFD(infoW)
 
-	spec := initSpec{
+	spec := wire.InitSpec{
 		Argv: cfg.Argv, KeepFDs: cfg.KeepFDs, CloseFDs: []int{exeFD}, StartedFD: startedFD, Ctty: -1,
 		ListenFD: -1, LifelineFD: lifelineFD,
 		Seccomp: seccomp.Options{
@@ -289,27 +291,21 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	specW.Close()
 
 	if p.guardian != nil {
-		var reqs []guardianRequest
+		reqs := slices.Clone(plan.Placeholders)
 		for _, ph := range plan.Placeholders {
-			reqs = append(reqs, guardianRequest{Op: "create", Path: ph.Path, Dir: ph.Dir, Content: ph.Content})
 			lg.Debug("placeholder", "path", ph.Path, "rule", ph.Rule)
 		}
 		// An empty file or directory the plan mounts may be another
 		// sandbox's placeholder: share it, and should that sandbox remove
 		// it in the meantime, make it again, so the mount plan still holds.
-		for _, a := range adopt {
-			reqs = append(reqs, guardianRequest{Op: "create", Path: a.Path, Dir: a.Dir, Content: a.Content})
-		}
-		// Parents before children: a directory another sandbox made (and
-		// may just have removed) must be there before a placeholder in it.
-		slices.SortStableFunc(reqs, func(a, b guardianRequest) int { return len(a.Path) - len(b.Path) })
-		if err := p.guardian.callAll(reqs); err != nil {
+		reqs = append(reqs, adopt...)
+		if err := p.guardian.Hold(reqs); err != nil {
 			return nil, setupErr("cannot protect a missing path: %w", err)
 		}
 	}
 
 	cmd := exec.Command(cfg.BwrapPath, "--args", strconv.Itoa(argsFD), "--",
-		fmt.Sprintf("/proc/self/fd/%d", exeFD), InitArg, strconv.Itoa(specFD))
+		fmt.Sprintf("/proc/self/fd/%d", exeFD), wire.InitArg, strconv.Itoa(specFD))
 	cmd.Env = env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 	cmd.ExtraFiles = extra
@@ -326,23 +322,32 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		f.Close()
 	}
 	closeAfterStart = nil
-	go readInfo(infoR, p.initPID)
 	go func() {
 		var b [1]byte
 		n, _ := p.started.Read(b[:])
 		p.started.Close()
-		p.startedOK = n == 1
+		p.startedOK = n == 1 && b[0] == wire.StartedByte
 		close(p.ready)
 	}()
 	p.net.serve()
 	if p.notify != nil {
 		p.notify.Serve()
 	}
-	if p.guardian != nil {
-		if _, err := p.guardian.call(guardianRequest{Op: "watch", PIDs: []int{cmd.Process.Pid}}); err != nil {
+	watchPID1 := func(int) {}
+	if g := p.guardian; g != nil {
+		if err := g.Watch(cmd.Process.Pid); err != nil {
+			infoR.Close()
 			return nil, setupErr("guardian: %w", err)
 		}
+		// bubblewrap, killed, ends before the sandbox does: the guardian
+		// must wait for PID 1 too (guardian.state.waitDead).
+		watchPID1 = func(pid int) {
+			if err := g.Watch(pid); err != nil {
+				lg.Debug("guardian", "watch", pid, "error", err)
+			}
+		}
 	}
+	go readInfo(infoR, p.initPID, watchPID1)
 	if p.term != nil {
 		p.term.start()
 	}
@@ -376,7 +381,7 @@ func (p *Process) abort() {
 		p.notify.Close()
 	}
 	if p.guardian != nil {
-		p.guardian.finish()
+		p.guardian.Finish()
 	}
 	if p.agent != nil {
 		p.agent.Close()
@@ -384,14 +389,13 @@ func (p *Process) abort() {
 }
 
 // readInfo reads bubblewrap's --info-fd JSON for the sandbox PID 1's host
-// PID.
-func readInfo(r *os.File, out chan<- int) {
+// PID, which it sends on out and passes to watch, before closing out.
+func readInfo(r io.ReadCloser, out chan<- int, watch func(int)) {
 	defer r.Close()
-	var info struct {
-		ChildPID int `json:"child-pid"`
-	}
+	var info wire.BwrapInfo
 	if err := json.NewDecoder(bufio.NewReader(r)).Decode(&info); err == nil && info.ChildPID > 0 {
 		out <- info.ChildPID
+		watch(info.ChildPID)
 	}
 	close(out)
 }
@@ -449,7 +453,7 @@ func (p *Process) Wait() (int, error) {
 			p.code = 0
 		case errors.As(err, &ee):
 			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				p.code = exitSignalShift + int(ws.Signal())
+				p.code = wire.ExitSignalShift + int(ws.Signal())
 			} else {
 				p.code = ee.ExitCode()
 			}
@@ -460,7 +464,7 @@ func (p *Process) Wait() (int, error) {
 			p.err = setupErr("bubblewrap could not set up the sandbox (exit status %d); see its message above", p.code)
 		}
 		if p.guardian != nil {
-			if err := p.guardian.finish(); err != nil && p.err == nil {
+			if err := p.guardian.Finish(); err != nil && p.err == nil {
 				p.err = &SetupError{fmt.Errorf("%w: %w", errPlaceholderCleanup, err)}
 			}
 		}

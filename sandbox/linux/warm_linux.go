@@ -13,11 +13,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/srt-go/srt/sandbox/linux/wire"
 	"golang.org/x/sys/unix"
 )
 
 // Warm is a sandbox that stays up and runs many commands: bubblewrap with
-// srt's PID 1 in agent mode (agent_linux.go). Its mounts, namespaces and
+// srt's PID 1 in agent mode (sandbox/linux/inside's agent_linux.go). Its mounts, namespaces and
 // proxies are set up once, by StartWarm; each Exec costs one fork inside.
 //
 // Its methods are safe for concurrent use.
@@ -120,37 +121,37 @@ func StartWarm(ctx context.Context, cfg Config) (*Warm, error) {
 
 // read dispatches PID 1's messages until the channel closes.
 func (w *Warm) read(ready chan struct{}) {
-	buf := make([]byte, maxAgentMsg)
+	buf := make([]byte, wire.MaxAgentMsg)
 	once := sync.Once{}
 	for {
 		n, err := w.conn.Read(buf)
 		if err != nil || n == 0 {
 			break
 		}
-		var m agentMsg
+		var m wire.AgentMsg
 		if json.Unmarshal(buf[:n], &m) != nil {
 			continue
 		}
 		w.mu.Lock()
 		e := w.execs[m.ID]
 		switch m.Op {
-		case "ready":
+		case wire.AgentReady:
 			once.Do(func() { close(ready) })
-		case "started":
+		case wire.AgentStarted:
 			if e != nil {
 				e.Started <- m.Pid
 			}
-		case "failed", "exit":
+		case wire.AgentFailed, wire.AgentExit:
 			if e != nil {
 				delete(w.execs, m.ID)
 				e.Status = WarmStatus{Code: m.Code, Signal: m.Signal}
-				if m.Op == "failed" {
+				if m.Op == wire.AgentFailed {
 					e.Status.Err = errors.New(m.Error)
 					close(e.Started)
 				}
 				close(e.Done)
 			}
-		case "frozen", "thawed":
+		case wire.AgentFrozen, wire.AgentThawed:
 			if ch := w.acks[m.ID]; ch != nil {
 				delete(w.acks, m.ID)
 				close(ch)
@@ -162,7 +163,7 @@ func (w *Warm) read(ready chan struct{}) {
 	w.closed = true
 	for id, e := range w.execs {
 		delete(w.execs, id)
-		e.Status = WarmStatus{Code: exitSignalShift + int(unix.SIGKILL), Signal: int(unix.SIGKILL), Err: ErrSandboxEnded}
+		e.Status = WarmStatus{Code: wire.ExitSignalShift + int(unix.SIGKILL), Signal: int(unix.SIGKILL), Err: ErrSandboxEnded}
 		select {
 		case <-e.Started:
 		default:
@@ -209,10 +210,10 @@ func (w *Warm) Exec(c WarmCommand) (*WarmExec, error) {
 	e := &WarmExec{ID: w.next, Started: make(chan int, 1), Done: make(chan struct{})}
 	w.execs[e.ID] = e
 	w.mu.Unlock()
-	b, _ := json.Marshal(agentMsg{Op: "exec", ID: e.ID, Argv: c.Argv, Env: c.Env, Dir: c.Dir, TTY: c.TTY})
-	if len(b) > maxAgentMsg {
+	b, _ := json.Marshal(wire.AgentMsg{Op: wire.AgentExec, ID: e.ID, Argv: c.Argv, Env: c.Env, Dir: c.Dir, TTY: c.TTY})
+	if len(b) > wire.MaxAgentMsg {
 		w.forget(e.ID)
-		return nil, fmt.Errorf("exec: argv and environment are %d bytes, more than %d", len(b), maxAgentMsg)
+		return nil, fmt.Errorf("exec: argv and environment are %d bytes, more than %d", len(b), wire.MaxAgentMsg)
 	}
 	rights := unix.UnixRights(int(c.Stdin.Fd()), int(c.Stdout.Fd()), int(c.Stderr.Fd()))
 	w.wmu.Lock()
@@ -233,10 +234,10 @@ func (w *Warm) forget(id uint64) {
 
 // Signal sends sig to the process group of exec id.
 func (w *Warm) Signal(id uint64, sig syscall.Signal) error {
-	return w.send(agentMsg{Op: "signal", ID: id, Sig: int(sig)})
+	return w.send(wire.AgentMsg{Op: wire.AgentSignal, ID: id, Sig: int(sig)})
 }
 
-func (w *Warm) send(m agentMsg) error {
+func (w *Warm) send(m wire.AgentMsg) error {
 	b, _ := json.Marshal(m)
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
@@ -249,10 +250,10 @@ func (w *Warm) send(m agentMsg) error {
 // Freeze stops every process in the sandbox but PID 1 (SIGSTOP through
 // kill(-1) from inside the PID namespace) and returns once PID 1 has done
 // it. Thaw resumes them (SIGCONT).
-func (w *Warm) Freeze(ctx context.Context) error { return w.freeze(ctx, "freeze") }
+func (w *Warm) Freeze(ctx context.Context) error { return w.freeze(ctx, wire.AgentFreeze) }
 
 // Thaw resumes what Freeze stopped.
-func (w *Warm) Thaw(ctx context.Context) error { return w.freeze(ctx, "thaw") }
+func (w *Warm) Thaw(ctx context.Context) error { return w.freeze(ctx, wire.AgentThaw) }
 
 func (w *Warm) freeze(ctx context.Context, op string) error {
 	w.mu.Lock()
@@ -265,7 +266,7 @@ func (w *Warm) freeze(ctx context.Context, op string) error {
 	ack := make(chan struct{})
 	w.acks[id] = ack
 	w.mu.Unlock()
-	if err := w.send(agentMsg{Op: op, ID: id}); err != nil {
+	if err := w.send(wire.AgentMsg{Op: op, ID: id}); err != nil {
 		return err
 	}
 	select {

@@ -1,8 +1,8 @@
 // Package supervisor is srt's side of the sandbox's seccomp filter: it
 // runs in srt's own process, outside the sandbox, and answers the user
 // notifications of the sandboxed processes (seccomp_unotify(2)). PID 1
-// installs the filter and hands over the listener (sandbox/linux's
-// init_seccomp_linux.go; the exchange is drawn in sandbox/linux/wire).
+// installs the filter and hands over the listener (seccomp_linux.go in
+// sandbox/linux/inside; the exchange is drawn in sandbox/linux/wire).
 //
 // The API is New, Serve, SetTerminal and Close. Inside, by mechanism:
 //

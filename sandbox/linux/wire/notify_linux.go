@@ -8,8 +8,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The two messages PID 1 may send on the notify socket (see the package
-// comment).
+// The two messages PID 1 (or the Landlock stage) may send on the notify
+// socket (see the package comment).
 const (
 	msgListener   = "listener" // with one descriptor: the seccomp listener
 	msgNoListener = "none"     // the kernel gave no listener

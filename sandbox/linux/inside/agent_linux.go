@@ -1,4 +1,4 @@
-package linux
+package inside
 
 import (
 	"encoding/json"
@@ -12,9 +12,13 @@ import (
 	"syscall"
 
 	"github.com/srt-go/srt/internal/execpath"
+	"github.com/srt-go/srt/sandbox/linux/wire"
 	"golang.org/x/sys/unix"
 )
 
+// This file runs in the sandbox's PID 1, in agent mode (a warm sandbox:
+// wire.InitSpec.AgentFD); srt's side is sandbox/linux's warm_linux.go.
+//
 // Agent mode: the sandbox's PID 1 runs no command of its own but serves
 // exec requests from srt over an inherited SOCK_SEQPACKET socket pair, so
 // that one sandbox (its namespaces, mounts, proxies) runs many commands.
@@ -24,35 +28,8 @@ import (
 // forks the command into a session of its own, under the seccomp filter
 // PID 1 installed before serving (inherited), and reports its pid and
 // later its status. Nothing inside the sandbox can reach the socket: PID 1
-// holds it close-on-exec and is not dumpable.
-//
-// Messages are one JSON object per packet (agentMsg), srt → PID 1: exec,
-// signal, freeze, thaw; PID 1 → srt: ready (once), started, failed, exit,
-// frozen, thawed. For one exec, started (or failed) always precedes exit.
-
-// agentMsg is one message of the agent protocol, either direction.
-type agentMsg struct {
-	Op string `json:"op"`
-	ID uint64 `json:"id,omitempty"`
-	// exec
-	Argv []string `json:"argv,omitempty"`
-	Env  []string `json:"env,omitempty"`
-	Dir  string   `json:"dir,omitempty"`
-	// TTY makes the stdin descriptor (a terminal) the command's
-	// controlling terminal.
-	TTY bool `json:"tty,omitempty"`
-	// signal
-	Sig int `json:"sig,omitempty"`
-	// started
-	Pid int `json:"pid,omitempty"`
-	// failed, exit
-	Code   int    `json:"code,omitempty"`
-	Signal int    `json:"signal,omitempty"`
-	Error  string `json:"error,omitempty"`
-}
-
-// maxAgentMsg bounds one packet; an exec request's argv and env must fit.
-const maxAgentMsg = 256 << 10
+// holds it close-on-exec and is not dumpable. The messages are
+// wire.AgentMsg, drawn in sandbox/linux/wire.
 
 // runAgent is PID 1's loop in agent mode. It returns never: when srt's end
 // of the socket closes, PID 1 exits and the kernel kills everything left
@@ -63,7 +40,7 @@ func runAgent(fd int) {
 	f.Close()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "srt: agent: %v\n", err)
-		os.Exit(exitSetup)
+		os.Exit(wire.ExitSetup)
 	}
 	conn := c.(*net.UnixConn)
 	a := &agentServer{conn: conn, ids: map[int]uint64{}}
@@ -74,8 +51,8 @@ func runAgent(fd int) {
 			a.reap()
 		}
 	}()
-	a.send(agentMsg{Op: "ready"}, nil)
-	buf := make([]byte, maxAgentMsg)
+	a.send(wire.AgentMsg{Op: wire.AgentReady}, nil)
+	buf := make([]byte, wire.MaxAgentMsg)
 	oob := make([]byte, unix.CmsgSpace(3*4))
 	for {
 		n, oobn, _, _, err := conn.ReadMsgUnix(buf, oob)
@@ -91,7 +68,7 @@ func runAgent(fd int) {
 				}
 			}
 		}
-		var m agentMsg
+		var m wire.AgentMsg
 		if err := json.Unmarshal(buf[:n], &m); err != nil {
 			closeAll(fds)
 			continue
@@ -111,19 +88,19 @@ type agentServer struct {
 	ids map[int]uint64
 }
 
-func (a *agentServer) send(m agentMsg, _ []int) {
+func (a *agentServer) send(m wire.AgentMsg, _ []int) {
 	b, _ := json.Marshal(m)
 	a.wmu.Lock()
 	a.conn.Write(b)
 	a.wmu.Unlock()
 }
 
-func (a *agentServer) handle(m agentMsg, fds []int) {
+func (a *agentServer) handle(m wire.AgentMsg, fds []int) {
 	switch m.Op {
-	case "exec":
+	case wire.AgentExec:
 		defer closeAll(fds)
 		if len(fds) != 3 || len(m.Argv) == 0 {
-			a.send(agentMsg{Op: "failed", ID: m.ID, Code: exitSetup, Error: "bad exec request"}, nil)
+			a.send(wire.AgentMsg{Op: wire.AgentFailed, ID: m.ID, Code: wire.ExitSetup, Error: "bad exec request"}, nil)
 			return
 		}
 		// The request's variables override PID 1's own environment, which
@@ -138,7 +115,7 @@ func (a *agentServer) handle(m agentMsg, fds []int) {
 		m.Env = env
 		path, code, err := lookPathIn(m.Argv[0], m.Env, m.Dir)
 		if err != nil {
-			a.send(agentMsg{Op: "failed", ID: m.ID, Code: code, Error: err.Error()}, nil)
+			a.send(wire.AgentMsg{Op: wire.AgentFailed, ID: m.ID, Code: code, Error: err.Error()}, nil)
 			return
 		}
 		attr := &syscall.SysProcAttr{Setsid: true}
@@ -151,17 +128,17 @@ func (a *agentServer) handle(m agentMsg, fds []int) {
 		})
 		if err != nil {
 			a.mu.Unlock()
-			code := exitNotExec
+			code := wire.ExitNotExec
 			if errors.Is(err, unix.ENOENT) {
-				code = exitNotFound
+				code = wire.ExitNotFound
 			}
-			a.send(agentMsg{Op: "failed", ID: m.ID, Code: code, Error: fmt.Sprintf("%s: %v", m.Argv[0], err)}, nil)
+			a.send(wire.AgentMsg{Op: wire.AgentFailed, ID: m.ID, Code: code, Error: fmt.Sprintf("%s: %v", m.Argv[0], err)}, nil)
 			return
 		}
 		a.ids[pid] = m.ID
-		a.send(agentMsg{Op: "started", ID: m.ID, Pid: pid}, nil)
+		a.send(wire.AgentMsg{Op: wire.AgentStarted, ID: m.ID, Pid: pid}, nil)
 		a.mu.Unlock()
-	case "signal":
+	case wire.AgentSignal:
 		closeAll(fds)
 		a.mu.Lock()
 		for pid, id := range a.ids {
@@ -173,18 +150,18 @@ func (a *agentServer) handle(m agentMsg, fds []int) {
 			}
 		}
 		a.mu.Unlock()
-	case "freeze", "thaw":
+	case wire.AgentFreeze, wire.AgentThaw:
 		closeAll(fds)
-		sig, ack := unix.SIGSTOP, "frozen"
-		if m.Op == "thaw" {
-			sig, ack = unix.SIGCONT, "thawed"
+		sig, ack := unix.SIGSTOP, wire.AgentFrozen
+		if m.Op == wire.AgentThaw {
+			sig, ack = unix.SIGCONT, wire.AgentThawed
 		}
 		// kill(-1) from a PID namespace's init reaches every process in
 		// the namespace but init itself (kill(2)). Twice, so a process
 		// forked while the first pass ran is caught by the second.
 		unix.Kill(-1, sig)
 		unix.Kill(-1, sig)
-		a.send(agentMsg{Op: ack, ID: m.ID}, nil)
+		a.send(wire.AgentMsg{Op: ack, ID: m.ID}, nil)
 	default:
 		closeAll(fds)
 	}
@@ -206,13 +183,13 @@ func (a *agentServer) reap() {
 		id, ok := a.ids[pid]
 		delete(a.ids, pid)
 		if ok {
-			m := agentMsg{Op: "exit", ID: id}
+			m := wire.AgentMsg{Op: wire.AgentExit, ID: id}
 			switch {
 			case ws.Exited():
 				m.Code = ws.ExitStatus()
 			case ws.Signaled():
 				m.Signal = int(ws.Signal())
-				m.Code = exitSignalShift + m.Signal
+				m.Code = wire.ExitSignalShift + m.Signal
 			}
 			a.send(m, nil)
 		}
@@ -236,4 +213,15 @@ func closeAll(fds []int) {
 	for _, fd := range fds {
 		unix.Close(fd)
 	}
+}
+
+// setEnv returns env with k set to v, replacing any earlier value.
+func setEnv(env []string, k, v string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, k+"=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, k+"="+v)
 }

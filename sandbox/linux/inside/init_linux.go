@@ -1,4 +1,4 @@
-package linux
+package inside
 
 import (
 	"encoding/json"
@@ -11,68 +11,17 @@ import (
 	"strconv"
 	"syscall"
 
-	"github.com/srt-go/srt/seccomp"
+	"github.com/srt-go/srt/sandbox/linux/wire"
 	"golang.org/x/sys/unix"
 )
 
-// InitArg is the argument that makes srt's binary run as the sandbox's
-// PID 1. bubblewrap starts it with --as-pid-1, so no process of
-// bubblewrap's, with its full command line, is visible inside.
-const InitArg = "--srt-init"
+// This file runs in the sandbox's PID 1 (srt's binary started by
+// bubblewrap --as-pid-1 with wire.InitArg): it reads srt's spec, ties the
+// sandbox's life to srt's, installs the seccomp filter, and runs the
+// command or, in a warm sandbox, the exec agent (agent_linux.go). srt's
+// side is sandbox/linux's run_linux.go.
 
-// initSpec is what srt tells its in-sandbox PID 1, through an inherited
-// pipe (never the command line, which every process inside can read).
-type initSpec struct {
-	// Argv is the command; Argv[0] is looked up in PATH inside the sandbox.
-	Argv []string `json:"argv"`
-	// KeepFDs are descriptors above 2 the user passed to srt; they stay open
-	// in the command. Every other descriptor is closed.
-	KeepFDs []int `json:"keepFds,omitempty"`
-	// CloseFDs are srt's own descriptors (the binary, this spec's pipe).
-	CloseFDs []int `json:"closeFds,omitempty"`
-	// Ctty is the descriptor (0-2) of the sandbox's own terminal, which
-	// becomes the command's controlling terminal; -1 for none.
-	Ctty int `json:"ctty"`
-	// StartedFD is a pipe to srt: one byte is written once PID 1 runs, so
-	// srt can tell bubblewrap's own set-up failures from the command's
-	// exit status.
-	StartedFD int `json:"startedFd"`
-	// LifelineFD is the read end of a pipe whose write end only srt holds:
-	// EOF means srt is gone, and PID 1 then ends the sandbox.
-	LifelineFD int `json:"lifelineFd"`
-	// ListenFD is a socket to srt over which PID 1 sends the proxy
-	// listeners it binds on the sandbox's loopback; -1 for none.
-	ListenFD  int          `json:"listenFd"`
-	Listeners []listenSpec `json:"listeners,omitempty"`
-	// Seccomp configures the seccomp filter installed before the command
-	// starts; it is never optional.
-	Seccomp seccomp.Options `json:"seccomp"`
-	// NotifyFD is a socket to srt over which PID 1 sends the filter's
-	// notification listener; used only when Seccomp.Notify is set
-	// (init_seccomp_linux.go, sandbox/linux/wire).
-	NotifyFD int `json:"notifyFd"`
-	// RequireListener makes a kernel without a TSYNC listener a setup
-	// error instead of the deny-only filter: creation-time name rules
-	// (filesystem.enforceNamesAtCreation) cannot hold without it. It
-	// also turns core dumps off (RLIMIT_CORE 0, hard): the kernel writes
-	// a core file without a system call srt sees, under a name
-	// core_pattern may take from the program ("%e"), in the working
-	// directory, which may be a .git/hooks.
-	RequireListener bool `json:"requireListener,omitempty"`
-	// AgentFD, when above 2, is a socket to srt over which PID 1 serves
-	// exec requests instead of running Argv (agent_linux.go).
-	AgentFD int `json:"agentFd,omitempty"`
-}
-
-// Exit statuses of PID 1 itself, as env(1) and timeout(1) use them.
-const (
-	exitSetup       = 125 // srt's own failure
-	exitNotExec     = 126 // found but cannot run
-	exitNotFound    = 127 // not found
-	exitSignalShift = 128 // killed by signal N gives 128+N
-)
-
-// RunInit is PID 1's main function; args are the arguments after InitArg.
+// RunInit is PID 1's main function; args are the arguments after wire.InitArg.
 // It starts the command in a session of its own (with the sandbox's
 // terminal as its controlling terminal when there is one), forwards the
 // signals srt relays to it, reaps every orphan, and exits with the
@@ -84,7 +33,7 @@ func RunInit(args []string) {
 		os.Exit(code)
 	}
 	if os.Getpid() != 1 || len(args) != 1 {
-		fail(exitSetup, "%s is internal to srt", InitArg)
+		fail(wire.ExitSetup, "%s is internal to srt", wire.InitArg)
 	}
 	// Catch the signals srt relays before anything else: the Go runtime
 	// would otherwise exit on a SIGTERM that arrives during set-up. They
@@ -94,20 +43,20 @@ func RunInit(args []string) {
 		unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH, unix.SIGCONT, unix.SIGALRM)
 	specFD, err := strconv.Atoi(args[0])
 	if err != nil {
-		fail(exitSetup, "init: bad spec descriptor %q", args[0])
+		fail(wire.ExitSetup, "init: bad spec descriptor %q", args[0])
 	}
 	f := os.NewFile(uintptr(specFD), "spec")
-	var spec initSpec
+	var spec wire.InitSpec
 	b, err := io.ReadAll(f)
 	f.Close()
 	if err == nil {
 		err = json.Unmarshal(b, &spec)
 	}
 	if err != nil || len(spec.Argv) == 0 && spec.AgentFD <= 2 {
-		fail(exitSetup, "init: reading spec: %v", err)
+		fail(wire.ExitSetup, "init: reading spec: %v", err)
 	}
 	if spec.StartedFD > 2 {
-		unix.Write(spec.StartedFD, []byte{1})
+		unix.Write(spec.StartedFD, []byte{wire.StartedByte})
 		unix.Close(spec.StartedFD)
 	}
 	if spec.LifelineFD > 2 {
@@ -122,7 +71,7 @@ func RunInit(args []string) {
 			// srt is gone: end everything in the PID namespace, then
 			// ourselves, which ends the namespace.
 			unix.Kill(-1, unix.SIGKILL)
-			os.Exit(exitSignalShift + int(unix.SIGKILL))
+			os.Exit(wire.ExitSignalShift + int(unix.SIGKILL))
 		}(spec.LifelineFD)
 	}
 	for _, fd := range spec.CloseFDs {
@@ -132,7 +81,7 @@ func RunInit(args []string) {
 	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	if spec.ListenFD >= 0 {
 		if err := sendListeners(spec.ListenFD, spec.Listeners); err != nil {
-			fail(exitSetup, "network: %v", err)
+			fail(wire.ExitSetup, "network: %v", err)
 		}
 		unix.Close(spec.ListenFD)
 	}
@@ -141,15 +90,15 @@ func RunInit(args []string) {
 	// call; with TSYNC it covers PID 1's every thread and, inherited, the
 	// command and all its children. no_new_privs comes with it.
 	// With Seccomp.Notify the refusals go to srt instead of returning an
-	// errno directly; see init_seccomp_linux.go for why PID 1 may carry that
+	// errno directly; see seccomp_linux.go for why PID 1 may carry that
 	// filter itself.
 	if spec.RequireListener {
 		if err := unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{}); err != nil {
-			fail(exitSetup, "turning core dumps off: %v", err)
+			fail(wire.ExitSetup, "turning core dumps off: %v", err)
 		}
 	}
 	if err := installFilter(&spec); err != nil {
-		fail(exitSetup, "seccomp filter: %v; refusing to run without it", err)
+		fail(wire.ExitSetup, "seccomp filter: %v; refusing to run without it", err)
 	}
 	if spec.AgentFD > 2 {
 		runAgent(spec.AgentFD) // a warm sandbox; never returns
@@ -157,12 +106,12 @@ func RunInit(args []string) {
 
 	path, err := exec.LookPath(spec.Argv[0])
 	if err != nil {
-		code := exitNotFound
+		code := wire.ExitNotFound
 		if errors.Is(err, exec.ErrNotFound) {
 			fail(code, "%s: command not found", spec.Argv[0])
 		}
 		if errors.Is(err, os.ErrPermission) {
-			code = exitNotExec
+			code = wire.ExitNotExec
 		}
 		fail(code, "%s: %v", spec.Argv[0], errors.Unwrap(err))
 	}
@@ -183,9 +132,9 @@ func RunInit(args []string) {
 	}
 	pid, err := syscall.ForkExec(path, spec.Argv, &syscall.ProcAttr{Env: os.Environ(), Files: files, Sys: attr})
 	if err != nil {
-		code := exitNotExec
+		code := wire.ExitNotExec
 		if errors.Is(err, unix.ENOENT) {
-			code = exitNotFound
+			code = wire.ExitNotFound
 		}
 		fail(code, "%s: %v", spec.Argv[0], err)
 	}
@@ -200,7 +149,7 @@ func RunInit(args []string) {
 				continue
 			}
 			if err != nil {
-				status <- exitSetup
+				status <- wire.ExitSetup
 				return
 			}
 			if wpid != pid {
@@ -211,7 +160,7 @@ func RunInit(args []string) {
 				status <- ws.ExitStatus()
 				return
 			case ws.Signaled():
-				status <- exitSignalShift + int(ws.Signal())
+				status <- wire.ExitSignalShift + int(ws.Signal())
 				return
 			}
 		}
@@ -229,29 +178,6 @@ func RunInit(args []string) {
 				target = -pid // the command's process group, as a terminal would
 			}
 			unix.Kill(target, sig)
-		}
-	}
-}
-
-// closeOtherFDs marks every descriptor above 2 close-on-exec except keep,
-// so nothing srt or bubblewrap held leaks into the command.
-func closeOtherFDs(keep []int) {
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
-		return
-	}
-	for _, e := range ents {
-		fd, err := strconv.Atoi(e.Name())
-		if err != nil || fd <= 2 {
-			continue
-		}
-		kept := false
-		for _, k := range keep {
-			kept = kept || k == fd
-		}
-		if !kept {
-			unix.CloseOnExec(fd)
 		}
 	}
 }

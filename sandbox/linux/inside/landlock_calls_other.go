@@ -1,6 +1,6 @@
 //go:build linux && !amd64 && !arm64
 
-package linux
+package inside
 
 // No table for this architecture: seccomp.Build refuses it anyway.
 var (

@@ -1,7 +1,8 @@
-package linux
+package inside
 
-// PID 1's half of the seccomp filter: it installs the filter on itself
-// and hands the listener to srt, whose supervisor answers it
+// This file runs in the sandbox's PID 1 and in the Landlock stage: their
+// half of the seccomp filter. Each installs the filter on itself and
+// hands the listener to srt, whose supervisor answers it
 // (sandbox/linux/supervisor; the exchange is drawn in sandbox/linux/wire).
 //
 // There is one filter, and PID 1 installs it on itself with TSYNC (the
@@ -34,8 +35,8 @@ import (
 // on every thread of PID 1 and, with spec.Seccomp.Notify, sends the
 // listener to srt over spec.NotifyFD. Nothing is sent (srt then records
 // nothing from the kernel) when the kernel cannot give a listener.
-func installFilter(spec *initSpec) error {
-	if err := installFSFilter(spec); err != nil {
+func installFilter(spec *wire.InitSpec) error {
+	if err := installFSFilter(spec.Seccomp, spec.NotifyFD, spec.RequireListener); err != nil {
 		return err
 	}
 	// Stacked on it: no set-id bits (seccomp.BuildSetID).
@@ -46,40 +47,43 @@ func installFilter(spec *initSpec) error {
 	return seccomp.Install(prog)
 }
 
-// installFSFilter installs the main filter, with its listener when asked.
-func installFSFilter(spec *initSpec) error {
-	if !spec.Seccomp.Notify {
-		prog, err := seccomp.Build(spec.Seccomp)
+// installFSFilter installs the main filter built from opts, with its
+// listener, sent to srt over notifyFD, when opts.Notify is set.
+// requireListener makes a kernel without a listener an error
+// (wire.InitSpec.RequireListener) instead of the deny-only filter.
+func installFSFilter(opts seccomp.Options, notifyFD int, requireListener bool) error {
+	if !opts.Notify {
+		prog, err := seccomp.Build(opts)
 		if err != nil {
 			return err
 		}
 		return seccomp.Install(prog)
 	}
-	defer unix.Close(spec.NotifyFD)
-	prog, err := seccomp.Build(spec.Seccomp)
+	defer unix.Close(notifyFD)
+	prog, err := seccomp.Build(opts)
 	if err != nil {
 		return err
 	}
 	fd, err := seccomp.InstallListener(prog)
-	if err != nil && spec.RequireListener {
+	if err != nil && requireListener {
 		return fmt.Errorf("filesystem.enforceNamesAtCreation needs a seccomp listener with TSYNC (Linux 5.7+): %w", err)
 	}
 	if err != nil {
 		// No listener on this kernel: the deny-only filter, same rules.
-		plain := spec.Seccomp
+		plain := opts
 		plain.Notify, plain.ObserveWrites, plain.ObserveReads, plain.EmulateCreates = false, false, false, false
 		if prog, err = seccomp.Build(plain); err == nil {
 			err = seccomp.Install(prog)
 		}
 		if err == nil {
-			wire.SendNoListener(spec.NotifyFD)
+			wire.SendNoListener(notifyFD)
 		}
 		return err
 	}
 	// Until srt holds the listener, a notified call waits; after it does,
 	// PID 1 must not keep a copy, or srt's death would leave callers
 	// waiting instead of failing.
-	err = wire.SendListener(spec.NotifyFD, fd)
+	err = wire.SendListener(notifyFD, fd)
 	unix.Close(fd)
 	if err != nil {
 		return fmt.Errorf("sending the seccomp listener to srt: %w", err)

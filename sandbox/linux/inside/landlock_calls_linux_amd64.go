@@ -1,4 +1,4 @@
-package linux
+package inside
 
 import "golang.org/x/sys/unix"
 
