@@ -320,7 +320,7 @@ func (rt *Runtime) LaunchMicroVM(ctx context.Context, spec Spec, egress *EgressL
 // plan's placeholders: returned in unprot (guest path and rule, for the
 // handle's details) and unprotHost (what to create on the host, after
 // which the caller plans again and the guest pins it).
-func microvmShares(spec Spec, p *policy.Policy) (shares []microvm.Share, protected, unprot, unprotHost []string, err error) {
+func microvmShares(spec Spec, p *policy.Policy) (shares []microvm.Share, protected, unprot []string, unprotHost []fsplan.Placeholder, err error) {
 	ro := ReadOnlyMode(spec.Mode)
 	for i, b := range spec.BindMounts {
 		m := p.View.Mounts[i]
@@ -352,11 +352,10 @@ func microvmShares(spec Spec, p *policy.Policy) (shares []microvm.Share, protect
 		return nil, nil, nil, nil, err
 	}
 	plan := fsplan.Build(p, fsplan.Options{})
-	isShare := func(g string) bool {
-		return slices.ContainsFunc(shares, func(s microvm.Share) bool { return s.GuestPath == g })
-	}
 	for _, op := range plan.Ops {
-		if op.Runtime || op.Kind != fsplan.OpROBind || op.Src == "/dev/null" || isShare(op.Dst) {
+		// A bind's root the plan makes read-only (a protectedPaths entry
+		// that is a bind) is pinned like any other path.
+		if op.Runtime || op.Kind != fsplan.OpROBind || op.Src == "/dev/null" {
 			continue
 		}
 		if sh := deepestShare(shares, op.Dst); sh != nil && !sh.ReadOnly && !slices.Contains(protected, op.Dst) {
@@ -369,7 +368,7 @@ func microvmShares(spec Spec, p *policy.Policy) (shares []microvm.Share, protect
 				unprot = append(unprot, g+" ("+ph.Rule+")")
 			}
 		}
-		unprotHost = append(unprotHost, ph.Path)
+		unprotHost = append(unprotHost, ph)
 	}
 	return shares, protected, unprot, unprotHost, nil
 }

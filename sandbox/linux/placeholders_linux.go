@@ -2,9 +2,6 @@ package linux
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"slices"
 
 	"github.com/srt-go/srt/sandbox/linux/fsplan"
 	"github.com/srt-go/srt/sandbox/linux/guardian"
@@ -18,48 +15,23 @@ import (
 // shared with any other sandbox that uses the same ones.
 type Placeholders struct{ g *guardian.Client }
 
-// NewPlaceholders creates a placeholder at each path (absolute, resolved),
-// and at each of its missing parent directories. A path whose base is a
-// protected directory name (.git, .vscode, hooks, …) becomes a directory,
-// any other an empty file (git's commondir holds "."). It fails, creating
-// nothing that stays, when any cannot be made.
-func NewPlaceholders(paths []string) (*Placeholders, error) {
+// NewPlaceholders creates the plan's placeholders (fsplan.Plan's: each
+// the first missing component of a protected path, a directory or a file
+// with its content). It fails, creating nothing that stays, when any
+// cannot be made.
+func NewPlaceholders(phs []fsplan.Placeholder) (*Placeholders, error) {
+	if len(phs) == 0 {
+		return &Placeholders{}, nil
+	}
 	stateDir, err := StateDir()
 	if err != nil {
 		return nil, err
-	}
-	var reqs []fsplan.Placeholder
-	seen := map[string]bool{}
-	for _, p := range paths {
-		// The chain of missing components, from the top one down.
-		var chain []string
-		for a := filepath.Clean(p); a != "/"; a = filepath.Dir(a) {
-			if _, err := os.Lstat(a); err == nil {
-				break
-			}
-			chain = append(chain, a)
-		}
-		for i, a := range chain {
-			if seen[a] {
-				continue
-			}
-			seen[a] = true
-			dir := i > 0 || slices.Contains(fsplan.DirNames, filepath.Base(a))
-			r := fsplan.Placeholder{Path: a, Dir: dir}
-			if !dir {
-				r.Content = fsplan.PlaceholderContent(filepath.Base(a))
-			}
-			reqs = append(reqs, r)
-		}
-	}
-	if len(reqs) == 0 {
-		return &Placeholders{}, nil
 	}
 	g, err := startGuardian(stateDir)
 	if err != nil {
 		return nil, err
 	}
-	if err := g.Hold(reqs); err != nil {
+	if err := g.Hold(phs); err != nil {
 		g.Finish()
 		return nil, fmt.Errorf("placeholders: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/srt-go/srt/policy"
+	"github.com/srt-go/srt/sandbox/linux/fsplan"
 	"github.com/srt-go/srt/settings"
 )
 
@@ -30,7 +31,7 @@ func TestStartWithoutDispatch(t *testing.T) {
 	if _, err := StartLandlock(context.Background(), cfg, nil); !errors.Is(err, ErrNoDispatch) {
 		t.Fatalf("StartLandlock = %v, want ErrNoDispatch", err)
 	}
-	if _, err := NewPlaceholders([]string{t.TempDir() + "/missing"}); !errors.Is(err, ErrNoDispatch) {
+	if _, err := NewPlaceholders([]fsplan.Placeholder{{Path: t.TempDir() + "/missing"}}); !errors.Is(err, ErrNoDispatch) {
 		t.Fatalf("NewPlaceholders = %v, want ErrNoDispatch", err)
 	}
 }
