@@ -4,6 +4,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/srt-go/srt/internal/envlist"
 )
 
 // EnvAllowList are the host variables a launched process inherits (seed
@@ -38,15 +40,10 @@ func SanitizedEnv(host []string, extra map[string]string) []string {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		out = setEnv(out, k, extra[k])
+		out = envlist.Set(out, k, extra[k])
 	}
 	slices.Sort(out)
 	return out
-}
-
-func setEnv(env []string, k, v string) []string {
-	env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, k+"=") })
-	return append(env, k+"="+v)
 }
 
 func hostEnv() []string { return os.Environ() }

@@ -23,12 +23,9 @@ import (
 //
 // The error wraps the failing call's errno (errors.Is(err, unix.EINVAL)).
 func Install(prog []bpf.RawInstruction) error {
-	if len(prog) == 0 || len(prog) > maxInstructions {
-		return fmt.Errorf("seccomp filter has %d instructions, want 1 to %d", len(prog), maxInstructions)
-	}
-	filter := make([]unix.SockFilter, len(prog))
-	for i, ins := range prog {
-		filter[i] = unix.SockFilter{Code: ins.Op, Jt: ins.Jt, Jf: ins.Jf, K: ins.K}
+	filter, err := sockFilter(prog)
+	if err != nil {
+		return err
 	}
 
 	// no_new_privs is per thread; TSYNC copies the caller's to the other
@@ -54,12 +51,9 @@ func Install(prog []bpf.RawInstruction) error {
 // older kernel it returns an error wrapping EINVAL and installs nothing;
 // the caller then installs the deny-only filter with Install.
 func InstallListener(prog []bpf.RawInstruction) (int, error) {
-	if len(prog) == 0 || len(prog) > maxInstructions {
-		return -1, fmt.Errorf("seccomp filter has %d instructions, want 1 to %d", len(prog), maxInstructions)
-	}
-	filter := make([]unix.SockFilter, len(prog))
-	for i, ins := range prog {
-		filter[i] = unix.SockFilter{Code: ins.Op, Jt: ins.Jt, Jf: ins.Jf, K: ins.K}
+	filter, err := sockFilter(prog)
+	if err != nil {
+		return -1, err
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -82,15 +76,25 @@ func InstallListener(prog []bpf.RawInstruction) (int, error) {
 // without unlocking it, so that the Go runtime ends the thread, filter and
 // no_new_privs with it.
 func ThreadListener(prog []bpf.RawInstruction) (int, error) {
-	if len(prog) == 0 || len(prog) > maxInstructions {
-		return -1, fmt.Errorf("seccomp filter has %d instructions, want 1 to %d", len(prog), maxInstructions)
-	}
-	filter := make([]unix.SockFilter, len(prog))
-	for i, ins := range prog {
-		filter[i] = unix.SockFilter{Code: ins.Op, Jt: ins.Jt, Jf: ins.Jf, K: ins.K}
+	filter, err := sockFilter(prog)
+	if err != nil {
+		return -1, err
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return -1, fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
 	}
 	return setThreadFilterListener(filter)
+}
+
+// sockFilter converts prog to the kernel's struct sock_filter, refusing
+// an empty program or one longer than the kernel takes.
+func sockFilter(prog []bpf.RawInstruction) ([]unix.SockFilter, error) {
+	if len(prog) == 0 || len(prog) > maxInstructions {
+		return nil, fmt.Errorf("seccomp filter has %d instructions, want 1 to %d", len(prog), maxInstructions)
+	}
+	filter := make([]unix.SockFilter, len(prog))
+	for i, ins := range prog {
+		filter[i] = unix.SockFilter{Code: ins.Op, Jt: ins.Jt, Jf: ins.Jf, K: ins.K}
+	}
+	return filter, nil
 }

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/srt-go/srt/internal/envlist"
 	"github.com/srt-go/srt/policy"
 	"github.com/srt-go/srt/proxy"
 	"github.com/srt-go/srt/violation"
@@ -151,16 +152,16 @@ func Start(ctx context.Context, cfg Config) (_ *Process, err error) {
 	if env == nil {
 		env = os.Environ()
 	}
-	env = setEnv(env, "SANDBOX_RUNTIME", "1")
-	env = setEnv(env, "TMPDIR", tmpdir)
+	env = envlist.Set(env, "SANDBOX_RUNTIME", "1")
+	env = envlist.Set(env, "TMPDIR", tmpdir)
 	for _, kv := range proxy.Env(httpPort, socksPort) {
 		k, v, _ := strings.Cut(kv, "=")
-		env = setEnv(env, k, v)
+		env = envlist.Set(env, k, v)
 	}
-	env = setEnv(env, "JAVA_TOOL_OPTIONS", proxy.MergeJavaToolOptions(getEnv(env, "JAVA_TOOL_OPTIONS"), httpPort))
+	env = envlist.Set(env, "JAVA_TOOL_OPTIONS", proxy.MergeJavaToolOptions(getEnv(env, "JAVA_TOOL_OPTIONS"), httpPort))
 	// macOS's nc speaks HTTP CONNECT (-X connect), so ssh goes through
 	// the HTTP proxy with no helper of ours.
-	env = setEnv(env, "GIT_SSH_COMMAND", "ssh -o ProxyCommand='nc -X connect -x 127.0.0.1:"+strconv.Itoa(httpPort)+" %h %p'")
+	env = envlist.Set(env, "GIT_SSH_COMMAND", "ssh -o ProxyCommand='nc -X connect -x 127.0.0.1:"+strconv.Itoa(httpPort)+" %h %p'")
 
 	// "--" ends sandbox-exec's options, so a command starting with '-'
 	// is not read as one.
@@ -248,16 +249,6 @@ func (p *Process) cleanup() {
 	if p.dir != "" {
 		os.RemoveAll(p.dir)
 	}
-}
-
-func setEnv(env []string, k, v string) []string {
-	for i, kv := range env {
-		if kk, _, _ := strings.Cut(kv, "="); kk == k {
-			env[i] = k + "=" + v
-			return env
-		}
-	}
-	return append(env, k+"="+v)
 }
 
 func getEnv(env []string, k string) string {

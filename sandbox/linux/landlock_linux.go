@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"syscall"
 
+	"github.com/srt-go/srt/internal/envlist"
 	"github.com/srt-go/srt/internal/pdeathsig"
 	"github.com/srt-go/srt/policy"
 	"github.com/srt-go/srt/proxy"
@@ -263,11 +264,11 @@ func StartLandlock(ctx context.Context, cfg Config, warn io.Writer) (*landlockPr
 	if env == nil {
 		env = os.Environ()
 	}
-	env = setEnv(env, "SANDBOX_RUNTIME", "1")
-	env = setEnv(env, "TMPDIR", tmpdir)
+	env = envlist.Set(env, "SANDBOX_RUNTIME", "1")
+	env = envlist.Set(env, "TMPDIR", tmpdir)
 	for _, kv := range proxy.Env(ports[0], ports[1]) {
 		k, v, _ := cutKV(kv)
-		env = setEnv(env, k, v)
+		env = envlist.Set(env, k, v)
 	}
 
 	stdin, stdout, stderr := cfg.Stdin, cfg.Stdout, cfg.Stderr

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/srt-go/srt/internal/envlist"
 	"github.com/srt-go/srt/netrule"
 	"github.com/srt-go/srt/policy"
 	"github.com/srt-go/srt/proxy"
@@ -183,12 +184,12 @@ func recvListeners(conn *os.File) ([]namedListener, error) {
 func proxyEnv(env []string, srtPath string) []string {
 	for _, kv := range proxy.Env(HTTPProxyPort, SOCKSProxyPort) {
 		k, v, _ := cutKV(kv)
-		env = setEnv(env, k, v)
+		env = envlist.Set(env, k, v)
 	}
 	java := proxy.MergeJavaToolOptions(getEnv(env, "JAVA_TOOL_OPTIONS"), HTTPProxyPort)
-	env = setEnv(env, "JAVA_TOOL_OPTIONS", java)
+	env = envlist.Set(env, "JAVA_TOOL_OPTIONS", java)
 	if srtPath != "" {
-		env = setEnv(env, "GIT_SSH_COMMAND", fmt.Sprintf(`ssh -o ProxyCommand="%s %s %%h %%p"`, shellQuote(srtPath), wire.ProxyConnectArg))
+		env = envlist.Set(env, "GIT_SSH_COMMAND", fmt.Sprintf(`ssh -o ProxyCommand="%s %s %%h %%p"`, shellQuote(srtPath), wire.ProxyConnectArg))
 	}
 	return env
 }

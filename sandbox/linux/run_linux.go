@@ -2,7 +2,6 @@ package linux
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +17,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/srt-go/srt/internal/envlist"
 	"github.com/srt-go/srt/internal/pdeathsig"
 	"github.com/srt-go/srt/netrule"
 	"github.com/srt-go/srt/policy"
@@ -179,8 +179,8 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	if env == nil {
 		env = os.Environ()
 	}
-	env = setEnv(env, "SANDBOX_RUNTIME", "1")
-	env = setEnv(env, "TMPDIR", tmpdir)
+	env = envlist.Set(env, "SANDBOX_RUNTIME", "1")
+	env = envlist.Set(env, "TMPDIR", tmpdir)
 
 	// Descriptors: the user's pass-through ones keep their numbers, srt's
 	// own come after them.
@@ -563,15 +563,3 @@ func memfile(name string, b []byte) (*os.File, error) {
 	}
 	return f, nil
 }
-
-func setEnv(env []string, k, v string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, k+"=") {
-			out = append(out, kv)
-		}
-	}
-	return append(out, k+"="+v)
-}
-
-var _ = bytes.MinRead

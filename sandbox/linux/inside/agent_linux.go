@@ -11,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/srt-go/srt/internal/envlist"
 	"github.com/srt-go/srt/internal/execpath"
 	"github.com/srt-go/srt/sandbox/linux/wire"
 	"golang.org/x/sys/unix"
@@ -109,7 +110,7 @@ func (a *agentServer) handle(m wire.AgentMsg, fds []int) {
 		env := os.Environ()
 		for _, kv := range m.Env {
 			if k, v, ok := strings.Cut(kv, "="); ok {
-				env = setEnv(env, k, v)
+				env = envlist.Set(env, k, v)
 			}
 		}
 		m.Env = env
@@ -213,15 +214,4 @@ func closeAll(fds []int) {
 	for _, fd := range fds {
 		unix.Close(fd)
 	}
-}
-
-// setEnv returns env with k set to v, replacing any earlier value.
-func setEnv(env []string, k, v string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, k+"=") {
-			out = append(out, kv)
-		}
-	}
-	return append(out, k+"="+v)
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/srt-go/srt/internal/envlist"
 	"github.com/srt-go/srt/sandbox/linux/wire"
 )
 
@@ -43,7 +44,7 @@ func TestLookPathIn(t *testing.T) {
 
 // TestSetEnv: the request's variables replace PID 1's, once each.
 func TestSetEnv(t *testing.T) {
-	got := setEnv([]string{"A=1", "AB=2", "A=3"}, "A", "x")
+	got := envlist.Set([]string{"A=1", "AB=2", "A=3"}, "A", "x")
 	if len(got) != 2 || got[0] != "AB=2" || got[1] != "A=x" {
 		t.Errorf("setEnv = %q", got)
 	}
