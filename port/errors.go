@@ -3,6 +3,7 @@ package port
 import (
 	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/srt-go/srt/policy"
 )
@@ -22,7 +23,8 @@ func (e *SpecError) Error() string { return fmt.Sprintf("invalid %s: %s", e.Fiel
 // backend cannot run here: an explicit microvm on a host that cannot start
 // a VM (seed 000: "échoue bruyamment"), an explicit native without a
 // native sandbox, or any sandbox while the port runs with --sandbox off.
-// The server answers 503 (or 409); the session does not start.
+// The server answers 503 (409 when the error also wraps
+// ErrSandboxDisabled); the session does not start.
 var ErrBackendUnavailable = errors.New("backend unavailable on this host")
 
 // ErrIllegalTransition is wrapped by *TransitionError.
@@ -42,8 +44,24 @@ func (e *TransitionError) Error() string {
 func (e *TransitionError) Unwrap() error { return ErrIllegalTransition }
 
 // ErrSessionExists is returned by Launch for a sessionId that names a
-// sandbox that is not destroyed yet. The server answers 409.
+// sandbox that is not destroyed yet, or one still launching. The server
+// answers 409.
 var ErrSessionExists = errors.New("a sandbox with this sessionId exists")
+
+// ErrTooManySessions is returned by Launch when Options.MaxSessions
+// sandboxes are alive or launching. The server answers 429.
+var ErrTooManySessions = errors.New("session limit reached")
+
+// ErrClosed is returned by Launch once Close has started, also for a
+// launch that was in progress then (its sandbox is destroyed). The server
+// answers 503: srtd is shutting down.
+var ErrClosed = errors.New("the sandbox port is closed: srtd is shutting down")
+
+// ErrSandboxDisabled is wrapped, with ErrBackendUnavailable, by Launch's
+// error for an explicit native or microvm while the port runs with
+// --sandbox off (seed 000: an opt-out the server must not fake). The
+// server answers 409: the request conflicts with the server's setting.
+var ErrSandboxDisabled = errors.New("agent sandbox DISABLED by --sandbox off")
 
 // ErrUnenforceable is policy.ErrUnenforceable: the launch policy holds a
 // rule this backend cannot enforce, so the launch fails closed (seed 000,
@@ -54,3 +72,39 @@ var ErrUnenforceable = policy.ErrUnenforceable
 // ErrUnknownExec is returned by Kill and Signal for an exec id that is not
 // running in the sandbox.
 var ErrUnknownExec = errors.New("no such exec")
+
+// HTTPStatus maps an error of the port to srtd's HTTP status and, for a
+// 400, the request field at fault (api.Error.Field); it is the one place
+// where a port error becomes a status:
+//
+//	*SpecError             400, its Field
+//	ErrIllegalTransition   409
+//	ErrSessionExists       409, "sessionId"
+//	ErrSandboxDisabled     409, "backend"
+//	ErrUnenforceable       422
+//	ErrTooManySessions     429
+//	ErrBackendUnavailable  503, "backend"
+//	ErrClosed              503
+//	anything else          500
+func HTTPStatus(err error) (status int, field string) {
+	var se *SpecError
+	switch {
+	case errors.As(err, &se):
+		return http.StatusBadRequest, se.Field
+	case errors.Is(err, ErrIllegalTransition):
+		return http.StatusConflict, ""
+	case errors.Is(err, ErrSessionExists):
+		return http.StatusConflict, "sessionId"
+	case errors.Is(err, ErrSandboxDisabled):
+		return http.StatusConflict, "backend"
+	case errors.Is(err, ErrUnenforceable):
+		return http.StatusUnprocessableEntity, ""
+	case errors.Is(err, ErrTooManySessions):
+		return http.StatusTooManyRequests, ""
+	case errors.Is(err, ErrBackendUnavailable):
+		return http.StatusServiceUnavailable, "backend"
+	case errors.Is(err, ErrClosed):
+		return http.StatusServiceUnavailable, ""
+	}
+	return http.StatusInternalServerError, ""
+}

@@ -10,6 +10,7 @@ package port
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"time"
 
@@ -41,6 +42,20 @@ func ParseBackend(s string) Backend {
 		return BackendMicroVM
 	}
 	return BackendNone
+}
+
+// ParseRequestedBackend reads the backend a request names: "" (the
+// default), none, native, "docker" (native's old name, as ParseBackend) or
+// microvm. Unlike a stored value, an unknown name is a *SpecError for the
+// field "backend": running it on none would be a silent downgrade.
+func ParseRequestedBackend(s string) (Backend, error) {
+	switch s {
+	case "":
+		return "", nil
+	case "none", "native", "docker", "microvm":
+		return ParseBackend(s), nil
+	}
+	return "", &SpecError{"backend", fmt.Sprintf("unknown backend %q; one of none, native, microvm", s)}
 }
 
 // Mode is the agent's mode, which decides what a bind mount may write.
@@ -187,11 +202,23 @@ type Sandbox interface {
 	Destroy(ctx context.Context) error
 }
 
-// Port launches sandboxes on the backends this host offers.
+// Port launches sandboxes on the backends this host offers and keeps the
+// one registry of the live ones (srtd keeps none of its own).
 type Port interface {
 	Probe() Probe
 	// Launch validates spec and starts a sandbox on backend ("" means the
 	// default). An explicit microvm on a host that cannot start a VM is an
-	// error; only the default falls back to native, with a log line.
+	// error; only the default falls back to native, with a log line. The
+	// errors are typed (see HTTPStatus): a *SpecError, ErrSessionExists,
+	// ErrTooManySessions, ErrClosed, ErrBackendUnavailable (with
+	// ErrSandboxDisabled under --sandbox off), ErrUnenforceable.
 	Launch(ctx context.Context, spec Spec, backend Backend) (Sandbox, error)
+	// Lookup returns the live sandbox named id: launched (Launch has
+	// returned it) and not destroyed.
+	Lookup(id string) (Sandbox, bool)
+	// List returns the live sandboxes, in no particular order.
+	List() []Sandbox
+	// Close refuses every later launch (ErrClosed), including those in
+	// progress, and destroys every live sandbox. ctx bounds the destroys.
+	Close(ctx context.Context) error
 }

@@ -2,6 +2,7 @@ package port
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -65,14 +66,22 @@ type Options struct {
 	// OnViolation, when set, also receives every violation of every
 	// session (the events carry them too). It must not block.
 	OnViolation func(sessionID string, v Violation)
+	// MaxSessions bounds the sandboxes alive at once, those still
+	// launching included (srtd's --max-sessions); one more is
+	// ErrTooManySessions. Zero means DefaultMaxSessions; negative is an
+	// error.
+	MaxSessions int
 }
+
+// DefaultMaxSessions is Options.MaxSessions when zero.
+const DefaultMaxSessions = 64
 
 // StandardNameGlobWriteDenies is the seed's standard launch policy's
 // file-name glob write-denies.
 var StandardNameGlobWriteDenies = []string{".env", "*.key", "*.pem"}
 
-// Runtime is the Port New returns. Beyond Port it offers Lookup, Close and
-// SandboxOn; srtd may type-assert to it.
+// Runtime is the Port New returns. Beyond Port it offers Choose,
+// SandboxOn and LaunchMicroVM; srtd may type-assert to it.
 type Runtime struct {
 	opts      Options
 	log       *slog.Logger
@@ -80,8 +89,14 @@ type Runtime struct {
 	baseline  Baseline
 	nameGlobs []string
 
-	mu       sync.Mutex
-	sessions map[string]*session // live (not destroyed) sessions by id
+	mu sync.Mutex // guards the fields below
+	// sessions are the live (not destroyed) sandboxes by id; a nil value
+	// is an id reserved by a launch in progress. Reserved ids count
+	// against MaxSessions and make a second launch of the id fail, but
+	// Lookup, List and Close do not see them.
+	sessions map[string]Sandbox
+	// closed is set by Close: every later launch is ErrClosed.
+	closed bool
 }
 
 // ExecController is implemented by every Sandbox the port returns: it
@@ -126,11 +141,17 @@ func newRuntime(ctx context.Context, opts Options, probe *Probe) (*Runtime, erro
 	default:
 		return nil, fmt.Errorf("default backend %q: want none, native or microvm", opts.DefaultBackend)
 	}
+	switch {
+	case opts.MaxSessions == 0:
+		opts.MaxSessions = DefaultMaxSessions
+	case opts.MaxSessions < 0:
+		return nil, fmt.Errorf("max sessions %d: want > 0 (0 means %d)", opts.MaxSessions, DefaultMaxSessions)
+	}
 	lg := opts.Logger
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
 	}
-	rt := &Runtime{opts: opts, log: lg, sessions: map[string]*session{}}
+	rt := &Runtime{opts: opts, log: lg, sessions: map[string]Sandbox{}}
 	if probe != nil {
 		rt.probe = *probe
 	} else {
@@ -170,44 +191,129 @@ func (rt *Runtime) SandboxOn() bool { return rt.opts.Sandbox != SandboxOff }
 // StartupLine is StartupLine for this port's probe and setting.
 func (rt *Runtime) StartupLine() string { return StartupLine(rt.probe, rt.SandboxOn()) }
 
-// Lookup returns the live sandbox named id.
+// Lookup implements Port: the live sandbox named id, not one still
+// launching.
 func (rt *Runtime) Lookup(id string) (Sandbox, bool) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	s, ok := rt.sessions[id]
-	return s, ok
+	s := rt.sessions[id]
+	return s, s != nil
 }
 
-// Close destroys every live sandbox.
-func (rt *Runtime) Close(ctx context.Context) error {
-	rt.mu.Lock()
-	var all []*session
-	for _, s := range rt.sessions {
-		all = append(all, s)
-	}
-	rt.mu.Unlock()
-	var first error
-	for _, s := range all {
-		if err := s.Destroy(ctx); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
-}
-
-func (rt *Runtime) forget(s *session) {
+// List implements Port.
+func (rt *Runtime) List() []Sandbox {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	if rt.sessions[s.id] == s {
-		delete(rt.sessions, s.id)
+	all := make([]Sandbox, 0, len(rt.sessions))
+	for _, s := range rt.sessions {
+		if s != nil {
+			all = append(all, s)
+		}
 	}
+	return all
+}
+
+// Close implements Port: it refuses later launches, then destroys every
+// live sandbox, in parallel, and returns their errors joined. A launch in
+// progress destroys its own sandbox when it ends (ErrClosed).
+func (rt *Runtime) Close(ctx context.Context) error {
+	rt.mu.Lock()
+	rt.closed = true
+	rt.mu.Unlock()
+	all := rt.List()
+	errs := make([]error, len(all))
+	var wg sync.WaitGroup
+	for i, s := range all {
+		wg.Go(func() {
+			if err := s.Destroy(ctx); err != nil {
+				errs[i] = fmt.Errorf("destroy %s: %w", s.Handle().SessionID, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// reserve claims id for a launch: ErrClosed after Close, ErrSessionExists
+// for an id live or launching, ErrTooManySessions at MaxSessions.
+func (rt *Runtime) reserve(id string) error {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	switch _, taken := rt.sessions[id]; {
+	case rt.closed:
+		return ErrClosed
+	case taken:
+		return fmt.Errorf("%w: %q", ErrSessionExists, id)
+	case len(rt.sessions) >= rt.opts.MaxSessions:
+		return fmt.Errorf("%w (%d)", ErrTooManySessions, rt.opts.MaxSessions)
+	}
+	rt.sessions[id] = nil
+	return nil
+}
+
+// publish turns id's reservation into sb, which Lookup, List and Close
+// then see; after Close it releases the reservation and returns
+// ErrClosed, and the caller destroys sb.
+func (rt *Runtime) publish(id string, sb Sandbox) error {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.closed {
+		delete(rt.sessions, id)
+		return ErrClosed
+	}
+	rt.sessions[id] = sb
+	return nil
+}
+
+// release drops id's reservation after a launch that failed.
+func (rt *Runtime) release(id string) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.sessions[id] == nil {
+		delete(rt.sessions, id)
+	}
+}
+
+// forget drops sb, destroyed, from the registry.
+func (rt *Runtime) forget(id string, sb Sandbox) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.sessions[id] == sb {
+		delete(rt.sessions, id)
+	}
+}
+
+// foreignSandbox is a sandbox of an external MicroVMLauncher (one that
+// keeps its own sessions), registered like the port's own: its Destroy
+// also forgets it.
+type foreignSandbox struct {
+	Sandbox
+	rt *Runtime
+	id string
+}
+
+// Exec implements Sandbox: the request is checked here, as for the
+// port's own sessions, whatever the launcher checks.
+func (f *foreignSandbox) Exec(ctx context.Context, req ExecRequest) (<-chan Event, error) {
+	if err := CheckExec(req); err != nil {
+		return nil, err
+	}
+	return f.Sandbox.Exec(ctx, req)
+}
+
+// Destroy implements Sandbox.
+func (f *foreignSandbox) Destroy(ctx context.Context) error {
+	err := f.Sandbox.Destroy(ctx)
+	f.rt.forget(f.id, f)
+	return err
 }
 
 // Choose returns the backend a launch asking for requested runs on, or an
 // error wrapping ErrBackendUnavailable (seed 000, "Vue d'ensemble des
 // backends"):
 //
-//   - --sandbox off: "" and none give none; native or microvm are errors.
+//   - --sandbox off: "" and none give none; native or microvm are errors
+//     that also wrap ErrSandboxDisabled.
 //   - microvm named: microvm, or an error when no VM can start; never
 //     native in its place.
 //   - native named: native, or an error when the host has none; never a
@@ -227,7 +333,7 @@ func (rt *Runtime) Choose(requested Backend) (Backend, error) {
 		if requested == "" || requested == BackendNone {
 			return BackendNone, nil
 		}
-		return "", fmt.Errorf("%w: %s requested, but the sandbox is disabled by --sandbox off", ErrBackendUnavailable, requested)
+		return "", fmt.Errorf("%w: backend %s refused: %w", ErrBackendUnavailable, requested, ErrSandboxDisabled)
 	}
 	switch requested {
 	case BackendNone:
@@ -261,9 +367,10 @@ func (rt *Runtime) Choose(requested Backend) (Backend, error) {
 }
 
 // Launch implements Port. It validates spec (a *SpecError), chooses the
-// backend (see Choose), and starts the sandbox; it returns once the
-// sandbox is warm. ctx bounds the start only. The Handle's Backend is the
-// backend that really runs.
+// backend (see Choose), reserves the session id (see Port.Launch for the
+// errors), and starts the sandbox; it returns once the sandbox is warm.
+// ctx bounds the start only. The Handle's Backend is the backend that
+// really runs.
 func (rt *Runtime) Launch(ctx context.Context, spec Spec, backend Backend) (Sandbox, error) {
 	if err := Validate(spec); err != nil {
 		return nil, err
@@ -273,14 +380,10 @@ func (rt *Runtime) Launch(ctx context.Context, spec Spec, backend Backend) (Sand
 	if err != nil {
 		return nil, err
 	}
-	s := newSession(rt, spec, b)
-	rt.mu.Lock()
-	if _, ok := rt.sessions[spec.SessionID]; ok {
-		rt.mu.Unlock()
-		return nil, fmt.Errorf("%w: %q", ErrSessionExists, spec.SessionID)
+	if err := rt.reserve(spec.SessionID); err != nil {
+		return nil, err
 	}
-	rt.sessions[spec.SessionID] = s
-	rt.mu.Unlock()
+	s := newSession(rt, spec, b)
 
 	var sb Sandbox = s
 	switch b {
@@ -298,18 +401,25 @@ func (rt *Runtime) Launch(ctx context.Context, spec Spec, backend Backend) (Sand
 		}
 	}
 	if err != nil {
-		rt.forget(s)
+		rt.release(spec.SessionID)
 		return nil, err
 	}
 	if b == BackendMicroVM && s.r == nil {
-		rt.forget(s) // the microVM backend keeps its own sessions
-		return sb, nil
+		// An external microVM backend keeps its own sessions.
+		sb = &foreignSandbox{Sandbox: sb, rt: rt, id: spec.SessionID}
+	} else {
+		s.mu.Lock()
+		s.setLocked(StateWarm)
+		s.mu.Unlock()
 	}
-	s.mu.Lock()
-	s.setLocked(StateWarm)
-	s.mu.Unlock()
+	if err := rt.publish(spec.SessionID, sb); err != nil {
+		// Close started while this sandbox was starting: nobody would
+		// destroy it.
+		sb.Destroy(context.WithoutCancel(ctx))
+		return nil, err
+	}
 	rt.log.Debug("sandbox launched", "session", spec.SessionID, "backend", string(b))
-	return s, nil
+	return sb, nil
 }
 
 // microVMRunner is implemented by the port's own MicroVMLauncher

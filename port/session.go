@@ -132,7 +132,7 @@ func (s *session) fail(err error) {
 // dropped. ctx ending kills the command (killed, reason "manual") and
 // stops the delivery of events, so cancel it only when no longer reading.
 func (s *session) Exec(ctx context.Context, req ExecRequest) (<-chan Event, error) {
-	if err := checkExec(req); err != nil {
+	if err := CheckExec(req); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
@@ -344,7 +344,7 @@ func (s *session) Destroy(ctx context.Context) error {
 		case <-ctx.Done():
 		}
 	}
-	s.rt.forget(s)
+	s.rt.forget(s.id, s)
 	return err
 }
 

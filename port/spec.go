@@ -22,9 +22,10 @@ const (
 // the field (the server's 400). It does not modify spec; see normalize for
 // the defaults Launch applies (mode "" → chat, guestPath "" → hostPath).
 //
-// Rules: sessionId is 1..128 characters of [A-Za-z0-9._-], not "." or
-// ".." (it names files and log lines); workspaceId and agentId, when set,
-// the same; every path is absolute, clean of ".." elements and NUL, at
+// Rules: sessionId is 1..128 characters of [A-Za-z0-9._-] starting with a
+// letter or digit (it names files and log lines, and srtd's URL paths
+// carry it as it is); workspaceId and agentId, when set, 1..128 of the
+// same characters, not "." or ".."; every path is absolute, clean of ".." elements and NUL, at
 // most 4096 bytes; each bind's hostPath exists; guestPaths are unique and
 // neither "/" nor below /proc or /dev (the sandbox's own); mode is one of
 // the four; each egressAllowlist entry parses as a domain pattern (both
@@ -35,6 +36,9 @@ const (
 func Validate(spec Spec) error {
 	if err := checkID("sessionId", spec.SessionID, true); err != nil {
 		return err
+	}
+	if c := spec.SessionID[0]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+		return &SpecError{"sessionId", fmt.Sprintf("%q: must start with a letter or digit", spec.SessionID)}
 	}
 	if err := checkID("workspaceId", spec.WorkspaceID, false); err != nil {
 		return err
@@ -244,8 +248,12 @@ func within(path, root string) bool {
 	return path == root || strings.HasPrefix(path, root+"/")
 }
 
-// checkExec validates an ExecRequest.
-func checkExec(req ExecRequest) error {
+// CheckExec validates an ExecRequest (Exec's *SpecError, the server's
+// 400): argv holds at least the program, no argument holds NUL; env names
+// are non-empty without '=' or NUL, values without NUL; cwd, when set, is
+// an absolute clean path; the timeout is not negative (its field is named
+// as on the wire, timeoutMs).
+func CheckExec(req ExecRequest) error {
 	if len(req.Argv) == 0 || req.Argv[0] == "" {
 		return &SpecError{"argv", "must hold at least the program"}
 	}
@@ -265,7 +273,7 @@ func checkExec(req ExecRequest) error {
 		}
 	}
 	if req.Timeout < 0 {
-		return &SpecError{"timeout", "must not be negative"}
+		return &SpecError{"timeoutMs", "must not be negative"}
 	}
 	return nil
 }

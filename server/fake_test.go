@@ -12,14 +12,20 @@ import (
 )
 
 // fakePort is a Port for the server-mechanics tests only (auth, limits,
-// Origin, stream order, disconnects): it sandboxes nothing. The real
-// port's behaviour is tested end to end in e2e/srtd_test.go.
+// Origin, stream order, disconnects, the status of each port error): it
+// sandboxes nothing, and its registry is the least that gives the port's
+// errors (port/runtime_test.go tests the real one). The real port's
+// behaviour is tested end to end in e2e/srtd_test.go.
 type fakePort struct {
 	probe port.Probe
+	// sandboxOff is --sandbox off; max is the session limit (0: none).
+	sandboxOff bool
+	max        int
 	// running counts execs in progress, over all sandboxes.
 	running atomic.Int64
 	mu      sync.Mutex
 	alive   map[string]*fakeSandbox
+	closed  bool
 }
 
 func newFakePort(available bool) *fakePort {
@@ -33,32 +39,67 @@ func newFakePort(available bool) *fakePort {
 func (f *fakePort) Probe() port.Probe { return f.probe }
 
 func (f *fakePort) Launch(ctx context.Context, spec port.Spec, b port.Backend) (port.Sandbox, error) {
-	switch spec.Mode {
-	case "", port.ModeChat, port.ModeReview, port.ModePlan, port.ModeOrchestrate:
-	default:
-		return nil, &port.SpecError{Field: "mode", Reason: fmt.Sprintf("unknown mode %q", spec.Mode)}
+	if err := port.Validate(spec); err != nil {
+		return nil, err
 	}
 	if spec.WorkspaceID == "" {
 		return nil, &port.SpecError{Field: "workspaceId", Reason: "required"}
 	}
-	switch b {
-	case "":
+	switch {
+	case f.sandboxOff && (b == port.BackendNative || b == port.BackendMicroVM):
+		return nil, fmt.Errorf("%w: %s: %w", port.ErrBackendUnavailable, b, port.ErrSandboxDisabled)
+	case f.sandboxOff:
+		b = port.BackendNone
+	case b == "":
 		b = port.BackendNone
 		if f.probe.Available {
 			b = port.BackendNative
 		}
-	case port.BackendMicroVM:
+	case b == port.BackendMicroVM:
 		return nil, fmt.Errorf("microvm: %w", port.ErrBackendUnavailable)
-	case port.BackendNative:
-		if !f.probe.Available {
-			return nil, fmt.Errorf("native: %w", port.ErrBackendUnavailable)
-		}
+	case b == port.BackendNative && !f.probe.Available:
+		return nil, fmt.Errorf("native: %w", port.ErrBackendUnavailable)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case f.closed:
+		return nil, port.ErrClosed
+	case f.alive[spec.SessionID] != nil:
+		return nil, port.ErrSessionExists
+	case f.max > 0 && len(f.alive) >= f.max:
+		return nil, port.ErrTooManySessions
 	}
 	sb := &fakeSandbox{f: f, h: port.Handle{SessionID: spec.SessionID, Backend: b, State: port.StateWarm}, gone: make(chan struct{})}
-	f.mu.Lock()
 	f.alive[spec.SessionID] = sb
-	f.mu.Unlock()
 	return sb, nil
+}
+
+func (f *fakePort) Lookup(id string) (port.Sandbox, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	sb, ok := f.alive[id]
+	return sb, ok
+}
+
+func (f *fakePort) List() []port.Sandbox {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var all []port.Sandbox
+	for _, sb := range f.alive {
+		all = append(all, sb)
+	}
+	return all
+}
+
+func (f *fakePort) Close(ctx context.Context) error {
+	f.mu.Lock()
+	f.closed = true
+	f.mu.Unlock()
+	for _, sb := range f.List() {
+		sb.Destroy(ctx)
+	}
+	return nil
 }
 
 func (f *fakePort) aliveCount() int {
@@ -106,7 +147,9 @@ func (s *fakeSandbox) Destroy(context.Context) error {
 	s.mu.Unlock()
 	s.goneOnce.Do(func() { close(s.gone) })
 	s.f.mu.Lock()
-	delete(s.f.alive, s.h.SessionID)
+	if s.f.alive[s.h.SessionID] == s {
+		delete(s.f.alive, s.h.SessionID)
+	}
 	s.f.mu.Unlock()
 	return nil
 }
@@ -114,6 +157,9 @@ func (s *fakeSandbox) Destroy(context.Context) error {
 // Exec understands two commands: "count N" prints N numbered lines, one
 // event each; "sleep" blocks until its context ends.
 func (s *fakeSandbox) Exec(ctx context.Context, req port.ExecRequest) (<-chan port.Event, error) {
+	if err := port.CheckExec(req); err != nil {
+		return nil, err
+	}
 	if st := s.Handle().State; st != port.StateWarm {
 		return nil, &port.TransitionError{From: st, To: port.StateActive}
 	}

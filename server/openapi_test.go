@@ -227,7 +227,10 @@ func (o *openAPI) checkResponse(t *testing.T, method, path string, resp *http.Re
 // operation and many of its statuses and validates each response.
 func TestOpenAPIResponses(t *testing.T) {
 	o := loadOpenAPI(t)
-	e := newEnv(t, func(c *Config) { c.Terminal = TerminalConfig{Shell: "/bin/sh", Home: t.TempDir()}; c.MaxSessions = 2 })
+	e := newEnv(t, func(c *Config) {
+		c.Terminal = TerminalConfig{Shell: "/bin/sh", Home: t.TempDir()}
+		c.Port.(*fakePort).max = 2
+	})
 	steps := []struct{ method, path, token, body string }{
 		{"GET", "/healthz", "", ""},
 		{"GET", "/v1/probe", testToken, ""},

@@ -5,39 +5,16 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/srt-go/srt/api"
 	"github.com/srt-go/srt/port"
 )
-
-// session is one launched sandbox.
-type session struct {
-	sb port.Sandbox
-}
-
-// sessionIDs keeps session ids usable in a URL path as they are.
-var sessionIDs = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
-
-// parseRequestedBackend reads the backend of a request. Unlike a stored
-// value (port.ParseBackend: unknown → none), a request naming a backend
-// that does not exist is a client error: running it on none would be a
-// silent downgrade.
-func parseRequestedBackend(v port.Backend) (port.Backend, error) {
-	switch v {
-	case "":
-		return "", nil
-	case "none", "native", "docker", "microvm":
-		return port.ParseBackend(string(v)), nil
-	}
-	return "", fmt.Errorf("unknown backend %q: want none, native or microvm", v)
-}
 
 func (s *Server) launch(w http.ResponseWriter, r *http.Request) {
 	var req api.LaunchRequest
@@ -46,143 +23,93 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request) {
 	}
 	spec := req.Spec
 	spec.NetworkEnabled = req.NetworkEnabled == nil || *req.NetworkEnabled
-	if !sessionIDs.MatchString(spec.SessionID) {
-		writeError(w, http.StatusBadRequest, "sessionId", "sessionId %q: want 1-128 characters of [A-Za-z0-9._-], starting with a letter or digit", spec.SessionID)
-		return
-	}
 	if f, ok := exposesToken(s.cfg.TokenFile, spec); !ok {
 		writeError(w, http.StatusBadRequest, f, "%s would show srtd's token file (%s) to the sandbox", f, s.cfg.TokenFile)
 		return
 	}
-	backend, err := parseRequestedBackend(req.Backend)
+	backend, err := port.ParseRequestedBackend(string(req.Backend))
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "backend", "%v", err)
+		s.writePortError(w, err)
 		return
 	}
-	if !s.cfg.Sandbox {
-		// --sandbox off is an opt-out: the default runs on none; an
-		// explicit sandbox cannot be honoured and must not be faked.
-		if backend == port.BackendNative || backend == port.BackendMicroVM {
-			writeError(w, http.StatusConflict, "backend", "backend %s refused: agent sandbox DISABLED by --sandbox off", backend)
-			return
-		}
-		backend = port.BackendNone
-	}
-
-	s.mu.Lock()
-	switch {
-	case s.closed:
-		s.mu.Unlock()
-		writeError(w, http.StatusServiceUnavailable, "", "srtd is shutting down")
-		return
-	case s.sessions[spec.SessionID] != nil:
-		s.mu.Unlock()
-		writeError(w, http.StatusConflict, "sessionId", "session %q exists", spec.SessionID)
-		return
-	case len(s.sessions) >= s.cfg.MaxSessions: // reserved entries count
-		s.mu.Unlock()
-		writeError(w, http.StatusTooManyRequests, "", "session limit reached (%d)", s.cfg.MaxSessions)
-		return
-	}
-	s.sessions[spec.SessionID] = nil // reserved
-	s.mu.Unlock()
-
 	// The sandbox outlives this request: it ends with DELETE or Close,
 	// not with the request's context.
 	sb, err := s.cfg.Port.Launch(s.stop, spec, backend)
-
-	s.mu.Lock()
-	if err != nil || s.closed || r.Context().Err() != nil {
-		delete(s.sessions, spec.SessionID)
-		s.mu.Unlock()
-		if err == nil {
-			// The client or the server went away while launching: do not
-			// leave a sandbox nobody knows about.
-			sb.Destroy(context.WithoutCancel(r.Context()))
-			writeError(w, http.StatusServiceUnavailable, "", "launch abandoned")
-			return
-		}
+	if err != nil {
 		s.log.Info("launch refused", "session", spec.SessionID, "backend", string(backend), "err", err)
 		s.writePortError(w, err)
 		return
 	}
-	s.sessions[spec.SessionID] = &session{sb: sb}
-	s.mu.Unlock()
+	if r.Context().Err() != nil {
+		// The client went away while launching: do not leave a sandbox
+		// nobody knows about.
+		sb.Destroy(context.WithoutCancel(r.Context()))
+		writeError(w, http.StatusServiceUnavailable, "", "launch abandoned")
+		return
+	}
 	h := sb.Handle()
 	s.log.Info("launched", "session", h.SessionID, "backend", string(h.Backend))
 	writeJSON(w, http.StatusCreated, h)
 }
 
-// lookup returns the session named in the path, or writes a 404.
-func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *session {
+// lookup returns the sandbox named in the path, or writes a 404.
+func (s *Server) lookup(w http.ResponseWriter, r *http.Request) port.Sandbox {
 	id := r.PathValue("sessionId")
-	s.mu.Lock()
-	ss := s.sessions[id]
-	s.mu.Unlock()
-	if ss == nil {
+	sb, ok := s.cfg.Port.Lookup(id)
+	if !ok {
 		writeError(w, http.StatusNotFound, "", "no session %q", id)
+		return nil
 	}
-	return ss
+	return sb
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	hs := make([]port.Handle, 0, len(s.sessions))
-	for _, ss := range s.sessions {
-		if ss != nil {
-			hs = append(hs, ss.sb.Handle())
-		}
+	all := s.cfg.Port.List()
+	hs := make([]port.Handle, 0, len(all))
+	for _, sb := range all {
+		hs = append(hs, sb.Handle())
 	}
-	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, hs)
 }
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request) {
-	if ss := s.lookup(w, r); ss != nil {
-		writeJSON(w, http.StatusOK, ss.sb.Handle())
+	if sb := s.lookup(w, r); sb != nil {
+		writeJSON(w, http.StatusOK, sb.Handle())
 	}
 }
 
 func (s *Server) suspend(w http.ResponseWriter, r *http.Request) {
-	if ss := s.lookup(w, r); ss != nil {
-		if err := ss.sb.Suspend(r.Context()); err != nil {
+	if sb := s.lookup(w, r); sb != nil {
+		if err := sb.Suspend(r.Context()); err != nil {
 			s.writePortError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, ss.sb.Handle())
+		writeJSON(w, http.StatusOK, sb.Handle())
 	}
 }
 
 func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
-	if ss := s.lookup(w, r); ss != nil {
-		if err := ss.sb.Resume(r.Context()); err != nil {
+	if sb := s.lookup(w, r); sb != nil {
+		if err := sb.Resume(r.Context()); err != nil {
 			s.writePortError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, ss.sb.Handle())
+		writeJSON(w, http.StatusOK, sb.Handle())
 	}
 }
 
 func (s *Server) destroy(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("sessionId")
-	s.mu.Lock()
-	ss := s.sessions[id]
-	if ss != nil {
-		delete(s.sessions, id)
-	}
-	s.mu.Unlock()
-	if ss == nil {
-		writeError(w, http.StatusNotFound, "", "no session %q", id)
+	sb := s.lookup(w, r)
+	if sb == nil {
 		return
 	}
 	// Destroy runs to the end even if this client goes away.
-	err := ss.sb.Destroy(context.WithoutCancel(r.Context()))
-	if err != nil {
-		s.log.Error("destroy", "session", id, "err", err)
+	if err := sb.Destroy(context.WithoutCancel(r.Context())); err != nil {
+		s.log.Error("destroy", "session", sb.Handle().SessionID, "err", err)
 		s.writePortError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, ss.sb.Handle())
+	writeJSON(w, http.StatusOK, sb.Handle())
 }
 
 // exec runs a command and streams its events as server-sent events, one
@@ -199,19 +126,18 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
-	if len(req.Argv) == 0 || req.Argv[0] == "" {
-		writeError(w, http.StatusBadRequest, "argv", "argv: want a non-empty command")
-		return
-	}
 	if req.Stdin != nil && req.StdinBase64 != nil {
 		writeError(w, http.StatusBadRequest, "stdinBase64", "set stdin or stdinBase64, not both")
 		return
 	}
-	if req.TimeoutMs < 0 {
-		writeError(w, http.StatusBadRequest, "timeoutMs", "timeoutMs: want >= 0")
-		return
+	// Argv, env, cwd and the timeout are the port's to check (Exec's
+	// *SpecError); a timeout past time.Duration's range is no limit's
+	// equal, not a negative one.
+	timeout := time.Duration(req.TimeoutMs) * time.Millisecond
+	if req.TimeoutMs > math.MaxInt64/int64(time.Millisecond) {
+		timeout = math.MaxInt64
 	}
-	preq := port.ExecRequest{Argv: req.Argv, Env: req.Env, Cwd: req.Cwd, Timeout: time.Duration(req.TimeoutMs) * time.Millisecond}
+	preq := port.ExecRequest{Argv: req.Argv, Env: req.Env, Cwd: req.Cwd, Timeout: timeout}
 	switch {
 	case req.Stdin != nil:
 		preq.Stdin = bytes.NewReader([]byte(*req.Stdin))
@@ -223,8 +149,8 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 		}
 		preq.Stdin = bytes.NewReader(b)
 	}
-	ss := s.lookup(w, r)
-	if ss == nil {
+	sb := s.lookup(w, r)
+	if sb == nil {
 		return
 	}
 	select {
@@ -243,7 +169,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 
-	events, err := ss.sb.Exec(ctx, preq)
+	events, err := sb.Exec(ctx, preq)
 	if err != nil {
 		s.writePortError(w, err)
 		return
@@ -273,31 +199,11 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// writePortError answers with the status a port error deserves: 400
-// naming the field for a bad spec, 409 for an illegal state transition or
-// an existing session, 422 for a policy the backend cannot enforce (the
-// launch fails closed), 503 for a backend this host cannot run, else 500.
+// writePortError answers with the status port.HTTPStatus gives a port
+// error (and, for a 400, the field at fault).
 func (s *Server) writePortError(w http.ResponseWriter, err error) {
-	status, field := classify(err)
+	status, field := port.HTTPStatus(err)
 	writeError(w, status, field, "%v", err)
-}
-
-// classify maps a port error to an HTTP status and, for a 400, a field.
-func classify(err error) (status int, field string) {
-	var se *port.SpecError
-	switch {
-	case errors.As(err, &se):
-		return http.StatusBadRequest, se.Field
-	case errors.Is(err, port.ErrIllegalTransition):
-		return http.StatusConflict, ""
-	case errors.Is(err, port.ErrSessionExists):
-		return http.StatusConflict, "sessionId"
-	case errors.Is(err, port.ErrUnenforceable):
-		return http.StatusUnprocessableEntity, ""
-	case errors.Is(err, port.ErrBackendUnavailable):
-		return http.StatusServiceUnavailable, "backend"
-	}
-	return http.StatusInternalServerError, ""
 }
 
 // exposesToken reports the first bind or runner state directory whose

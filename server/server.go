@@ -33,12 +33,10 @@ import (
 
 // Config configures a Server. Limits say what zero means.
 type Config struct {
-	// Port launches the sandboxes. Required.
+	// Port launches the sandboxes and keeps the one registry of them:
+	// the session rules (ids, the session limit, --sandbox, the backend
+	// table) are its own. Close closes it. Required.
 	Port port.Port
-	// Sandbox is --sandbox: true wraps launches when the host offers a
-	// backend; false runs every launch on backend none and refuses an
-	// explicit native or microvm request.
-	Sandbox bool
 	// Token is the bearer token every request but /healthz must carry.
 	// Empty refuses every such request.
 	Token string
@@ -51,8 +49,6 @@ type Config struct {
 
 	// MaxBodyBytes bounds a request body. Zero means 1 MiB.
 	MaxBodyBytes int64
-	// MaxSessions bounds the sandboxes alive at once. Zero means 64.
-	MaxSessions int
 	// MaxExecs bounds the execs running at once, over all sessions. Zero
 	// means 64.
 	MaxExecs int
@@ -76,11 +72,12 @@ type Server struct {
 	halt context.CancelFunc
 
 	mu        sync.Mutex
-	sessions  map[string]*session  // guarded by mu
 	terminals map[string]*terminal // guarded by mu
 	execs     chan struct{}        // semaphore of MaxExecs
-	closed    bool                 // guarded by mu
-	wg        sync.WaitGroup       // execs and terminals in flight
+	// closed is set by Close; it refuses new terminals (the port refuses
+	// new sandboxes itself). Guarded by mu.
+	closed bool
+	wg     sync.WaitGroup // execs and terminals in flight
 }
 
 // New returns a Server. It does not listen.
@@ -90,9 +87,6 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxBodyBytes == 0 {
 		cfg.MaxBodyBytes = 1 << 20
-	}
-	if cfg.MaxSessions == 0 {
-		cfg.MaxSessions = 64
 	}
 	if cfg.MaxExecs == 0 {
 		cfg.MaxExecs = 64
@@ -117,7 +111,6 @@ func New(cfg Config) (*Server, error) {
 		cfg:       cfg,
 		log:       lg,
 		mux:       http.NewServeMux(),
-		sessions:  map[string]*session{},
 		terminals: map[string]*terminal{},
 		execs:     make(chan struct{}, cfg.MaxExecs),
 	}
@@ -205,14 +198,13 @@ func sameLoopbackOrigin(origin, host string) bool {
 	return strings.EqualFold(u.Host, host) && loopbackHost(u.Host)
 }
 
-// Close destroys every sandbox and kills every terminal, then waits for
-// the execs and terminals in flight to end or ctx to be done. Requests
-// that arrive afterwards are refused with 503.
+// Close closes the port (which destroys every sandbox and refuses later
+// launches, 503) and kills every terminal, then waits for the execs and
+// terminals in flight to end or ctx to be done. Terminals requested
+// afterwards are refused with 503 too.
 func (s *Server) Close(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
-	sessions := s.sessions
-	s.sessions = map[string]*session{}
 	terms := s.terminals
 	s.terminals = map[string]*terminal{}
 	s.mu.Unlock()
@@ -220,18 +212,11 @@ func (s *Server) Close(ctx context.Context) error {
 
 	var errs []error
 	var wg sync.WaitGroup
-	var emu sync.Mutex
-	for id, ss := range sessions {
-		wg.Go(func() {
-			if err := ss.sb.Destroy(context.WithoutCancel(ctx)); err != nil {
-				emu.Lock()
-				errs = append(errs, fmt.Errorf("destroy %s: %w", id, err))
-				emu.Unlock()
-			}
-		})
-	}
 	for _, t := range terms {
 		wg.Go(t.kill)
+	}
+	if err := s.cfg.Port.Close(context.WithoutCancel(ctx)); err != nil {
+		errs = append(errs, err)
 	}
 	wg.Wait()
 	done := make(chan struct{})

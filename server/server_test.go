@@ -30,11 +30,11 @@ type env struct {
 // newEnv serves a Server on a random 127.0.0.1 port with a fake port.
 func newEnv(t *testing.T, mod func(*Config)) *env {
 	t.Helper()
-	f := newFakePort(true)
-	cfg := Config{Port: f, Sandbox: true, Token: testToken}
+	cfg := Config{Port: newFakePort(true), Token: testToken}
 	if mod != nil {
 		mod(&cfg)
 	}
+	f, _ := cfg.Port.(*fakePort)
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +161,7 @@ func (e *env) newTerminal(t *testing.T, body string) client.TerminalInfo {
 }
 
 func TestLimits(t *testing.T) {
-	e := newEnv(t, func(c *Config) { c.MaxBodyBytes = 4096; c.MaxSessions = 3; c.MaxExecs = 2; c.MaxTerminals = 1 })
+	e := newEnv(t, func(c *Config) { c.MaxBodyBytes = 4096; c.Port.(*fakePort).max = 3; c.MaxExecs = 2; c.MaxTerminals = 1 })
 	ctx := context.Background()
 	t.Run("body", func(t *testing.T) {
 		big := fmt.Sprintf(`{"sessionId":"big","workspaceId":"w","agentId":%q}`, strings.Repeat("a", 5000))
@@ -216,6 +216,7 @@ func TestBadRequests(t *testing.T) {
 		{"wrong-type", `{"sessionId":"a","workspaceId":"w","bindMounts":"x"}`, "bindMounts"},
 		{"bad-session-id", `{"sessionId":"../x","workspaceId":"w"}`, "sessionId"},
 		{"empty-session-id", `{"workspaceId":"w"}`, "sessionId"},
+		{"session-id-leading-dash", `{"sessionId":"-a","workspaceId":"w"}`, "sessionId"},
 		{"bad-mode", `{"sessionId":"a","workspaceId":"w","mode":"yolo"}`, "mode"},
 		{"port-validation", `{"sessionId":"a"}`, "workspaceId"},
 		{"bad-backend", `{"sessionId":"a","workspaceId":"w","backend":"vmware"}`, "backend"},
@@ -229,8 +230,27 @@ func TestBadRequests(t *testing.T) {
 			}
 		})
 	}
-	if code, body := e.req(t, "POST", "/v1/sandboxes/nope/exec", testToken, `{"argv":[]}`); code != 400 || !strings.Contains(body, `"argv"`) {
-		t.Errorf("empty argv: %d %s; want 400 naming argv", code, body)
+	// An exec request is the port's to check, on the sandbox it names: a
+	// sandbox that does not exist is a 404 whatever the body.
+	if _, err := e.c.Launch(context.Background(), spec("x"), ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ body, field string }{
+		{`{"argv":[]}`, "argv"},
+		{`{"argv":[""]}`, "argv"},
+		{`{"argv":["true"],"timeoutMs":-1}`, "timeoutMs"},
+		{`{"argv":["true"],"cwd":"rel"}`, "cwd"},
+		{`{"argv":["true"],"env":{"A=B":"c"}}`, "env.A=B"},
+	} {
+		code, body := e.req(t, "POST", "/v1/sandboxes/x/exec", testToken, tc.body)
+		var ae apiError
+		json.Unmarshal([]byte(body), &ae)
+		if code != 400 || ae.Field != tc.field {
+			t.Errorf("exec %s: %d %s; want 400 naming %q", tc.body, code, body, tc.field)
+		}
+	}
+	if code, body := e.req(t, "POST", "/v1/sandboxes/nope/exec", testToken, `{"argv":[]}`); code != 404 {
+		t.Errorf("empty argv on no sandbox: %d %s; want 404", code, body)
 	}
 }
 
@@ -312,8 +332,9 @@ func TestBackendRequest(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, func(c *Config) {
-				c.Port = newFakePort(tc.available)
-				c.Sandbox = tc.sandbox
+				f := newFakePort(tc.available)
+				f.sandboxOff = !tc.sandbox
+				c.Port = f
 			})
 			body := `{"sessionId":"b","workspaceId":"w"`
 			if tc.backend != "" {
@@ -448,6 +469,8 @@ func TestCloseDestroysAll(t *testing.T) {
 	}
 	if _, err := e.c.Launch(ctx, spec("late"), ""); err == nil {
 		t.Error("launch after Close succeeded")
+	} else if ce, ok := err.(*client.Error); !ok || ce.Status != 503 {
+		t.Errorf("launch after Close: %v; want 503", err)
 	}
 }
 

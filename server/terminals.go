@@ -87,6 +87,17 @@ func (t *terminal) info() api.TerminalInfo {
 	return ti
 }
 
+// maxTermSize bounds a terminal's columns and rows (api.TerminalRequest,
+// api.TerminalMessage).
+const maxTermSize = 1000
+
+// validSize is the one rule for a terminal's size, in a request and in a
+// resize message: 1..maxTermSize columns and rows. (A request's 0 means
+// the default, 80×24.)
+func validSize(cols, rows int) bool {
+	return cols > 0 && rows > 0 && cols <= maxTermSize && rows <= maxTermSize
+}
+
 func newID() string {
 	var b [12]byte
 	rand.Read(b[:])
@@ -98,29 +109,27 @@ func (s *Server) newTerminal(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
-	var backend port.Backend
-	switch req.Backend {
-	case "", "none":
-		backend = port.BackendNone
-	case "native", "docker":
-		backend = port.BackendNative
-	case "microvm":
-		// A shell in a fresh VM (terminals_microvm_linux.go); never a
-		// silent fallback (seed 000): if no VM starts, the request fails.
-		backend = port.BackendMicroVM
-	default:
-		writeError(w, http.StatusBadRequest, "backend", "unknown backend %q: want none, native or microvm", req.Backend)
+	// The port's strict parse: docker is native, anything unknown a 400.
+	// microvm is a shell in a fresh VM (terminals_microvm_linux.go);
+	// never a silent fallback (seed 000): if no VM starts, the request
+	// fails.
+	backend, err := port.ParseRequestedBackend(string(req.Backend))
+	if err != nil {
+		s.writePortError(w, err)
 		return
 	}
-	if req.Cols < 0 || req.Cols > 1000 || req.Rows < 0 || req.Rows > 1000 {
-		writeError(w, http.StatusBadRequest, "cols", "cols and rows: want 0..1000")
-		return
+	if backend == "" {
+		backend = port.BackendNone // a terminal's default is the host shell
 	}
 	if req.Cols == 0 {
 		req.Cols = 80
 	}
 	if req.Rows == 0 {
 		req.Rows = 24
+	}
+	if !validSize(req.Cols, req.Rows) {
+		writeError(w, http.StatusBadRequest, "cols", "cols and rows: want 0..%d", maxTermSize)
+		return
 	}
 	home := s.cfg.Terminal.home()
 	if req.Cwd == "" {
@@ -154,7 +163,6 @@ func (s *Server) newTerminal(w http.ResponseWriter, r *http.Request) {
 	var (
 		proc    termProc
 		details map[string]any
-		err     error
 	)
 	if backend == port.BackendMicroVM {
 		proc, details, err = s.startMicroVMTerminal(id, req.Cwd, env, req.Cols, req.Rows)
@@ -297,7 +305,7 @@ func (s *Server) attachTerminal(w http.ResponseWriter, r *http.Request) {
 			case api.TerminalInput:
 				t.proc.input([]byte(m.Data))
 			case api.TerminalResize:
-				if m.Cols > 0 && m.Rows > 0 && m.Cols <= 1000 && m.Rows <= 1000 {
+				if validSize(m.Cols, m.Rows) {
 					t.proc.resize(m.Cols, m.Rows)
 				}
 			}

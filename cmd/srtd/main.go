@@ -161,7 +161,7 @@ func serve(args []string, stderr io.Writer) error {
 		return err
 	}
 	defer ln.Close()
-	pt, err := newPort(portOptions{sandboxOn: sandboxOn, defaultBackend: *defaultBackend, nameGlobs: *nameGlobs, bwrap: *bwrap, microvm: vmMode,
+	pt, err := newPort(portOptions{sandboxOn: sandboxOn, defaultBackend: *defaultBackend, nameGlobs: *nameGlobs, bwrap: *bwrap, microvm: vmMode, maxSessions: *maxSessions,
 		selfDeny: selfAddresses(ln.Addr())}, lg)
 	if err != nil {
 		return err
@@ -181,8 +181,8 @@ func serve(args []string, stderr io.Writer) error {
 	defer os.Remove(*tokenFile)
 
 	srv, err := server.New(server.Config{
-		Port: pt, Sandbox: sandboxOn, Token: token, TokenFile: *tokenFile, Logger: lg,
-		MaxBodyBytes: *maxBody, MaxSessions: *maxSessions, MaxExecs: *maxExecs, MaxTerminals: *maxTerminals,
+		Port: pt, Token: token, TokenFile: *tokenFile, Logger: lg,
+		MaxBodyBytes: *maxBody, MaxExecs: *maxExecs, MaxTerminals: *maxTerminals,
 	})
 	if err != nil {
 		return err
@@ -209,14 +209,11 @@ func serve(args []string, stderr io.Writer) error {
 	case s := <-sig:
 		lg.Info("shutting down", "signal", s.String())
 	}
-	// Sandboxes first: their exec streams then end, and Shutdown does not
-	// wait for them.
+	// Sandboxes first (srv.Close closes the port): their exec streams
+	// then end, and Shutdown does not wait for them.
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	cerr := srv.Close(ctx)
-	if c, ok := pt.(interface{ Close(context.Context) error }); ok {
-		c.Close(ctx) // whatever the server did not know about
-	}
 	if err := hs.Shutdown(ctx); err != nil {
 		hs.Close()
 	}

@@ -20,6 +20,8 @@ type portOptions struct {
 	// microvm is --microvm: "auto" (the microvm package's launcher,
 	// probed with a test boot) or "off".
 	microvm string
+	// maxSessions is --max-sessions: the port's session limit.
+	maxSessions int
 	// selfDeny are srtd's own API addresses: denied to every session's
 	// egress, whatever its allow-list, so that no sandbox can drive the
 	// server that made it (escape class 21).
@@ -33,6 +35,7 @@ func newPort(o portOptions, lg *slog.Logger) (port.Port, error) {
 		Logger:         lg,
 		DefaultBackend: port.Backend(o.defaultBackend),
 		BwrapPath:      o.bwrap,
+		MaxSessions:    o.maxSessions,
 	}
 	switch {
 	case !o.sandboxOn:
