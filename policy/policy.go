@@ -1,7 +1,12 @@
-// Package policy compiles validated settings into the concrete rules a
+// Package policy compiles validated settings into the whole contract a
 // backend enforces: absolute, symlink-resolved paths for every read and
-// write rule, the mandatory write-denies found below the working directory
-// (seed 003, "Chemins de refus obligatoires"), and the egress lists.
+// write rule, each with its typed Origin; the mandatory write-denies found
+// below the working directory and every write root (seed 003, "Chemins de
+// refus obligatoires") and the files host programs trust (hosttrusted.go);
+// every rule resolved through the link guard, which refuses links a run
+// could have planted (trust.go); the network half compiled once
+// (Network); and the process rules (Process). CompileView builds the
+// policy of srtd's confined sessions.
 //
 // The package knows nothing about bubblewrap or Seatbelt; backends turn a
 // *Policy into mounts or profile rules. One implementation of each rule,

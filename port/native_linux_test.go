@@ -356,6 +356,9 @@ func TestNativeViolations(t *testing.T) {
 		for _, ev := range evs {
 			if ev.Type == EventViolation && ev.Violation != nil {
 				got = append(got, ev.Violation.Target)
+				if v := ev.Violation; v.Raw != v.Line() || v.Time.IsZero() {
+					t.Errorf("violation event %+v: want its raw line and time", v)
+				}
 			}
 		}
 		if !slices.ContainsFunc(got, func(g string) bool { return strings.Contains(g, c.target) }) {

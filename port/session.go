@@ -264,6 +264,9 @@ func (s *session) Signal(ctx context.Context, execID string, sig syscall.Signal)
 // event, and to Options.OnViolation. It never blocks; it is the hook the
 // backends' violation sources feed.
 func (s *session) ReportViolation(v Violation) {
+	if v.Raw == "" {
+		v.Raw = v.Line()
+	}
 	s.mu.Lock()
 	for _, x := range s.execs {
 		vv := v

@@ -37,7 +37,8 @@ no program is a command line too: srt "curl example.com".
 Options (read only before COMMAND):
   -s, --settings PATH   settings file (default: ~/.srt-settings.json; a
                         missing default file means the built-in defaults:
-                        read everywhere, write nowhere, no network)
+                        read everywhere, write nowhere but the private
+                        TMPDIR, no network)
   -c STRING             run STRING with your shell
   -d, --debug           debug lines on stderr (also SRT_DEBUG=1)
   --backend microvm     run the command in a virtual machine (QEMU): its own

@@ -92,7 +92,7 @@ func serve(args []string, stderr io.Writer) error {
 	maxTerminals := fs.Int("max-terminals", 16, "terminal sessions alive at once")
 	maxBody := fs.Int64("max-body", 1<<20, "largest request body, bytes")
 	defaultBackend := fs.String("default-backend", "", "backend of a launch that names none: native (default; none when the host has none) or microvm (falls back to native, with a log line, when no VM can start)")
-	nameGlobs := fs.String("name-glob-write-denies", "standard", "launch policy's file-name glob write-denies: standard (.env, *.key, *.pem; a native launch with a writable path then fails closed on Linux) or none")
+	nameGlobs := fs.String("name-glob-write-denies", "standard", "launch policy's file-name glob write-denies: standard (.env, *.key, *.pem, refused when created; where the host cannot, a launch with a writable path fails closed) or none")
 	bwrap := fs.String("bwrap", "", "bubblewrap's absolute path; default bwrap in PATH")
 	microvmFlag := fs.String("microvm", "", "auto (probe the microvm backend with a test boot at start-up) or off; default $SRTD_MICROVM, else auto")
 	debug := fs.Bool("debug", false, "debug log lines")
