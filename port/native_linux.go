@@ -147,16 +147,46 @@ func checkGuests(spec Spec, ro bool) error {
 	}
 	for i, b := range spec.BindMounts {
 		for j, o := range spec.BindMounts {
-			if i == j || o.ReadOnly || ro || !within(b.GuestPath, o.GuestPath) {
+			if i == j || !within(b.GuestPath, o.GuestPath) || b.GuestPath == o.GuestPath {
 				continue
 			}
+			field := fmt.Sprintf("bindMounts[%d].guestPath", i)
 			host := filepath.Join(o.HostPath, strings.TrimPrefix(b.GuestPath, o.GuestPath))
-			if _, err := os.Lstat(host); err != nil {
-				return &SpecError{fmt.Sprintf("bindMounts[%d].guestPath", i), fmt.Sprintf("%s lies inside writable bindMounts[%d], whose host side has no %s to mount on; create it first", b.GuestPath, j, host)}
+			if !o.ReadOnly && !ro {
+				if _, err := os.Lstat(host); err != nil {
+					return &SpecError{field, fmt.Sprintf("%s lies inside writable bindMounts[%d], whose host side has no %s to mount on; create it first", b.GuestPath, j, host)}
+				}
+			}
+			if b.ReadOnly || ro {
+				continue // nothing can be created in it
+			}
+			// A writable bind inside another must show the directory the
+			// outer bind already shows there: the sandbox's names are
+			// judged at the host path their guest path maps to, and a
+			// session (this one between runs, or another at the same
+			// time) can rename or re-point a mount point it does not see
+			// as one, moving the inner tree to a guest path that maps to
+			// somewhere else. The same directory, reached without a
+			// symbolic link, maps right wherever it moves.
+			if !sameDirectory(b.HostPath, o.HostPath, host) {
+				return &SpecError{field, fmt.Sprintf("%s lies inside bindMounts[%d] but shows %s, not the directory %s that bind has there (or the way there crosses a symbolic link); a writable bind inside another must be that same directory. Not launching: a session could move the mount point and have its files judged at the wrong host path", b.GuestPath, j, b.HostPath, host)}
 			}
 		}
 	}
 	return nil
+}
+
+// sameDirectory reports whether inner and mountPoint (a path below outer)
+// are the same directory, reached from outer without a symbolic link.
+func sameDirectory(inner, outer, mountPoint string) bool {
+	for a := mountPoint; a != outer && within(a, outer); a = filepath.Dir(a) {
+		if fi, err := os.Lstat(a); err != nil || !fi.IsDir() {
+			return false
+		}
+	}
+	a, err1 := os.Stat(inner)
+	b, err2 := os.Stat(mountPoint)
+	return err1 == nil && err2 == nil && os.SameFile(a, b)
 }
 
 // nativeRunner runs a session's commands in one warm bubblewrap sandbox.

@@ -369,3 +369,39 @@ func TestNativeViolations(t *testing.T) {
 		t.Error(".bashrc was created on the host")
 	}
 }
+
+// TestNestedBinds: a writable bind inside another must be the directory
+// the outer bind already shows there, reached without a symbolic link; a
+// session could otherwise move or re-point the mount point (it is not one
+// outside this sandbox) and have the inner tree's names judged at the
+// outer tree's host paths.
+func TestNestedBinds(t *testing.T) {
+	base, _ := filepath.EvalSymlinks(t.TempDir())
+	ws, home := filepath.Join(base, "ws"), filepath.Join(base, "home")
+	for _, d := range []string{ws + "/sub", ws + "/elsewhere", home} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Symlink("elsewhere", ws+"/link")
+	for _, tc := range []struct {
+		name  string
+		inner BindMount
+		mode  Mode
+		ok    bool
+	}{
+		{"the same directory, writable", BindMount{HostPath: ws + "/sub", GuestPath: "/w/sub"}, ModeChat, true},
+		{"another directory, writable", BindMount{HostPath: home, GuestPath: "/w/sub"}, ModeChat, false},
+		{"another directory, read-only", BindMount{HostPath: home, GuestPath: "/w/sub", ReadOnly: true}, ModeChat, true},
+		{"another directory, read-only mode", BindMount{HostPath: home, GuestPath: "/w/sub"}, ModeReview, true},
+		{"through a symbolic link", BindMount{HostPath: ws + "/elsewhere", GuestPath: "/w/link"}, ModeChat, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := Spec{SessionID: "n", Mode: tc.mode, BindMounts: []BindMount{{HostPath: ws, GuestPath: "/w"}, tc.inner}}
+			err := checkGuests(spec, ReadOnlyMode(tc.mode))
+			if (err == nil) != tc.ok {
+				t.Errorf("checkGuests = %v, want ok %v", err, tc.ok)
+			}
+		})
+	}
+}

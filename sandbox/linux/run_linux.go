@@ -241,6 +241,9 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 			RefuseGroupWrite: !privateGroup(),
 		},
 	}
+	if spec.Mounts, err = mountChecks(plan.Mapping); err != nil {
+		return nil, &SetupError{err}
+	}
 	if cfg.Agent {
 		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
@@ -562,4 +565,23 @@ func memfile(name string, b []byte) (*os.File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// mountChecks are the checks PID 1 makes of a confined view's mounts
+// (wire.MountCheck): each mount's guest path must reach, without a
+// symbolic link, the host object the plan bound there. The host view
+// binds every path onto itself and needs none.
+func mountChecks(m fsplan.Mapping) ([]wire.MountCheck, error) {
+	if !m.Confined {
+		return nil, nil
+	}
+	var out []wire.MountCheck
+	for _, mt := range m.Mounts {
+		var st unix.Stat_t
+		if err := unix.Stat(mt.Host, &st); err != nil {
+			return nil, fmt.Errorf("%s (%s): %w", mt.Host, mt.Rule, err)
+		}
+		out = append(out, wire.MountCheck{Guest: mt.Guest, Dev: uint64(st.Dev), Ino: st.Ino})
+	}
+	return out, nil
 }

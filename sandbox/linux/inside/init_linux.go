@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/srt-go/srt/sandbox/linux/wire"
@@ -54,6 +55,9 @@ func RunInit(args []string) {
 	}
 	if err != nil || len(spec.Argv) == 0 && spec.AgentFD <= 2 {
 		fail(wire.ExitSetup, "init: reading spec: %v", err)
+	}
+	if err := checkMounts(spec.Mounts); err != nil {
+		fail(wire.ExitSetup, "%v", err)
 	}
 	if spec.StartedFD > 2 {
 		unix.Write(spec.StartedFD, []byte{wire.StartedByte})
@@ -180,4 +184,53 @@ func RunInit(args []string) {
 			unix.Kill(target, sig)
 		}
 	}
+}
+
+// checkMounts makes sure each of the confined view's mounts is where the
+// plan put it (wire.MountCheck): its guest path is reached one component
+// at a time without following a symbolic link, and what it reaches is the
+// host object srt stat'ed. It runs before PID 1 reports running, so a
+// failure is a set-up failure and nothing of the command's runs.
+func checkMounts(checks []wire.MountCheck) error {
+	for _, c := range checks {
+		st, err := statNoFollow(c.Guest)
+		if err != nil {
+			return fmt.Errorf("mount %s: %w; refusing to run with a mount elsewhere than planned", c.Guest, err)
+		}
+		if uint64(st.Dev) != c.Dev || st.Ino != c.Ino {
+			return fmt.Errorf("mount %s: another directory is there than the one planned (a symbolic link on the way when the sandbox was set up?); refusing to run", c.Guest)
+		}
+	}
+	return nil
+}
+
+// statNoFollow stats absolute path p, refusing a symbolic link at any
+// component (ELOOP).
+func statNoFollow(p string) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	dir, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return st, err
+	}
+	for _, name := range strings.Split(strings.Trim(p, "/"), "/") {
+		if name == "" {
+			continue
+		}
+		next, err := unix.Openat(dir, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		unix.Close(dir)
+		if err != nil {
+			return st, err
+		}
+		dir = next
+		if err := unix.Fstat(dir, &st); err != nil {
+			unix.Close(dir)
+			return st, err
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			unix.Close(dir)
+			return st, fmt.Errorf("%s is a symbolic link: %w", name, unix.ELOOP)
+		}
+	}
+	defer unix.Close(dir)
+	return st, unix.Fstat(dir, &st)
 }
