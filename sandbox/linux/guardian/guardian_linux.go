@@ -61,10 +61,18 @@ func Run(args []string) {
 }
 
 // hold is one placeholder this guardian holds: path on the host, its lock
-// file, and the descriptor of the lock file (locked shared).
+// file, and the descriptor of the lock file (locked shared). pfd is an
+// O_PATH descriptor of the placeholder's directory, opened without
+// following any link: everything the guardian does to the placeholder
+// after that goes through it (fstatat, unlinkat on name), so a session
+// that swaps a directory on the way for a link cannot point the guardian
+// at another file. obj, when not -1, holds the placeholder itself (O_PATH)
+// so that its inode cannot be freed and reused by another file while held.
 type hold struct {
 	path, lock string
 	fd         int
+	pfd, obj   int
+	name       string
 }
 
 // state is what the guardian knows of its sandbox.
@@ -145,18 +153,26 @@ func (g *state) acquire(path string, dir, create bool, content string) (bool, er
 			unix.Close(fd)
 			continue
 		}
-		created := false
+		pfd, name, err := openParent(path)
+		if err != nil {
+			unix.Close(fd)
+			return false, err
+		}
+		obj := -1
 		if create {
-			created, err = createPlaceholder(path, dir, content)
-			if err != nil {
+			if obj, err = createPlaceholder(pfd, name, dir, content); err != nil {
+				unix.Close(pfd)
 				unix.Close(fd)
 				return false, err
 			}
-			if created {
-				writeMarker(fd, path)
-			}
 		}
-		g.held = append(g.held, hold{path: path, lock: lock, fd: fd})
+		created := obj >= 0
+		if created {
+			writeMarker(fd, obj) // of what was created, not of a name looked up again
+		} else {
+			obj = holdObject(pfd, name)
+		}
+		g.held = append(g.held, hold{path: path, lock: lock, fd: fd, pfd: pfd, obj: obj, name: name})
 		return created, nil
 	}
 	return false, fmt.Errorf("placeholder %s: lock kept changing", path)
@@ -193,17 +209,21 @@ func (g *state) cleanup() {
 		}
 		var st unix.Stat_t
 		dev, ino, size, ok := readMarker(h.fd)
-		if ok && unix.Lstat(h.path, &st) == nil && uint64(st.Dev) == dev && st.Ino == ino {
+		if ok && unix.Fstatat(h.pfd, h.name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && uint64(st.Dev) == dev && st.Ino == ino {
 			switch st.Mode & unix.S_IFMT {
 			case unix.S_IFDIR:
-				unix.Rmdir(h.path) // fails, and keeps it, if someone filled it
+				unix.Unlinkat(h.pfd, h.name, unix.AT_REMOVEDIR) // fails, and keeps it, if someone filled it
 			case unix.S_IFREG:
 				if st.Size == size {
-					unix.Unlink(h.path)
+					unix.Unlinkat(h.pfd, h.name, 0)
 				}
 			}
 		}
 		unix.Unlink(h.lock)
 		unix.Close(h.fd)
+		unix.Close(h.pfd)
+		if h.obj >= 0 {
+			unix.Close(h.obj)
+		}
 	}
 }

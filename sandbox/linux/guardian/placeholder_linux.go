@@ -22,46 +22,65 @@ func lockName(dir, path string) string {
 	return filepath.Join(dir, hex.EncodeToString(sum[:16]))
 }
 
-// createPlaceholder creates an empty file or directory at path, refusing to
-// follow any symbolic link on the way (openat2 RESOLVE_NO_SYMLINKS). It
-// reports false when something already exists there.
-func createPlaceholder(path string, dir bool, content string) (bool, error) {
+// openParent opens path's directory (O_PATH), refusing to follow any
+// symbolic link on the way (openat2 RESOLVE_NO_SYMLINKS), and returns it
+// with path's last component.
+func openParent(path string) (pfd int, name string, err error) {
 	parent, name := filepath.Split(path)
-	pfd, err := unix.Openat2(unix.AT_FDCWD, parent, &unix.OpenHow{
+	pfd, err = unix.Openat2(unix.AT_FDCWD, parent, &unix.OpenHow{
 		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
 		Resolve: unix.RESOLVE_NO_SYMLINKS,
 	})
 	if err != nil {
-		return false, fmt.Errorf("placeholder %s: %w", path, err)
+		return -1, "", fmt.Errorf("placeholder %s: %w", path, err)
 	}
-	defer unix.Close(pfd)
+	return pfd, name, nil
+}
+
+// createPlaceholder creates an empty file or directory name in directory
+// pfd, never through a link (O_EXCL|O_NOFOLLOW, mkdirat), and returns a
+// descriptor of what it created (the file it wrote; the directory,
+// O_PATH), or -1 when something already exists there.
+func createPlaceholder(pfd int, name string, dir bool, content string) (int, error) {
+	var err error
+	fd := -1
 	if dir {
-		err = unix.Mkdirat(pfd, name, 0o755)
+		if err = unix.Mkdirat(pfd, name, 0o755); err == nil {
+			fd, err = unix.Openat(pfd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		}
 	} else {
-		var fd int
 		fd, err = unix.Openat(pfd, name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
-		if err == nil {
-			if content != "" {
-				unix.Write(fd, []byte(content))
-			}
-			unix.Close(fd)
+		if err == nil && content != "" {
+			unix.Write(fd, []byte(content))
 		}
 	}
 	if errors.Is(err, unix.EEXIST) {
-		return false, nil
+		return -1, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("placeholder %s: %w", path, err)
+		return -1, fmt.Errorf("placeholder %s: %w", name, err)
 	}
-	return true, nil
+	return fd, nil
+}
+
+// holdObject opens what is at name in pfd (O_PATH, not following a
+// link), -1 when nothing is: held, its inode cannot be given to another
+// file, which a marker of device and inode would take for the
+// placeholder.
+func holdObject(pfd int, name string) int {
+	fd, err := unix.Openat(pfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1
+	}
+	return fd
 }
 
 // writeMarker records the placeholder's identity in its lock file, so that
 // whichever guardian is last can tell the placeholder from a file a person
-// created at the same name.
-func writeMarker(fd int, path string) {
+// created at the same name. obj is the placeholder, held (holdObject).
+func writeMarker(fd, obj int) {
 	var st unix.Stat_t
-	if unix.Lstat(path, &st) != nil {
+	if obj < 0 || unix.Fstat(obj, &st) != nil {
 		return
 	}
 	unix.Ftruncate(fd, 0)
