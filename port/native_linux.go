@@ -145,6 +145,19 @@ func checkGuests(spec Spec, ro bool) error {
 			return &SpecError{"guestWorkdir", spec.GuestWorkdir + " is not inside any bindMounts guestPath"}
 		}
 	}
+	if state, err := linux.StateDir(); err == nil {
+		// The sandbox's private TMPDIR is a tmpfs at a path below srt's
+		// state directory, exempt from the name rules by that path. A
+		// bind holding it would let the sandbox rename the state
+		// directory away and make a host directory at TMPDIR's path
+		// where anything may be created.
+		tmpdir := filepath.Join(state, "tmp")
+		for i, b := range spec.BindMounts {
+			if within(tmpdir, filepath.Clean(b.GuestPath)) {
+				return &SpecError{fmt.Sprintf("bindMounts[%d].guestPath", i), fmt.Sprintf("%s would hold srt's private TMPDIR (%s); choose another guest path", b.GuestPath, tmpdir)}
+			}
+		}
+	}
 	for i, b := range spec.BindMounts {
 		for j, o := range spec.BindMounts {
 			if i == j || !within(b.GuestPath, o.GuestPath) || b.GuestPath == o.GuestPath {

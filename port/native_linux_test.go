@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/srt-go/srt/sandbox"
+	"github.com/srt-go/srt/sandbox/linux"
 )
 
 // TestMain: the test binary is the sandbox's PID 1 and guardian, as srt's
@@ -403,5 +404,26 @@ func TestNestedBinds(t *testing.T) {
 				t.Errorf("checkGuests = %v, want ok %v", err, tc.ok)
 			}
 		})
+	}
+}
+
+// TestBindOverTmpdir: a bind whose guest path holds srt's private TMPDIR
+// (a bind at /tmp, with the state directory in /tmp) is refused: the
+// sandbox could rename the state directory away inside it and make a host
+// directory at TMPDIR's path, which the name rules exempt.
+func TestBindOverTmpdir(t *testing.T) {
+	state, err := linux.StateDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := t.TempDir()
+	for _, g := range []string{filepath.Dir(state), state, state + "/tmp"} { // "/" is refused by Validate
+		spec := Spec{SessionID: "t", BindMounts: []BindMount{{HostPath: ws, GuestPath: g}}}
+		if err := checkGuests(spec, false); err == nil || !strings.Contains(err.Error(), "TMPDIR") {
+			t.Errorf("bind at %s: %v, want a refusal naming TMPDIR", g, err)
+		}
+	}
+	if err := checkGuests(Spec{SessionID: "t", BindMounts: []BindMount{{HostPath: ws, GuestPath: "/work"}}}, false); err != nil {
+		t.Errorf("bind at /work: %v", err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"syscall"
 
 	"github.com/srt-go/srt/internal/envlist"
+	"github.com/srt-go/srt/internal/nofollow"
 	"github.com/srt-go/srt/internal/pdeathsig"
 	"github.com/srt-go/srt/netrule"
 	"github.com/srt-go/srt/policy"
@@ -241,9 +242,6 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 			RefuseGroupWrite: !privateGroup(),
 		},
 	}
-	if spec.Mounts, err = mountChecks(plan.Mapping); err != nil {
-		return nil, &SetupError{err}
-	}
 	if cfg.Agent {
 		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
@@ -287,12 +285,6 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	}
 	argsFD := addFD(argsFile)
 
-	specJSON, _ := json.Marshal(spec)
-	if _, err := specW.Write(specJSON); err != nil {
-		return nil, setupErr("init spec: %w", err)
-	}
-	specW.Close()
-
 	if p.guardian != nil {
 		reqs := slices.Clone(plan.Placeholders)
 		for _, ph := range plan.Placeholders {
@@ -306,6 +298,16 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 			return nil, setupErr("cannot protect a missing path: %w", err)
 		}
 	}
+	// Now that every source exists (placeholders included), note what
+	// each mount must show; PID 1 checks it once bubblewrap is done.
+	if spec.Mounts, err = mountChecks(plan); err != nil {
+		return nil, &SetupError{err}
+	}
+	specJSON, _ := json.Marshal(spec)
+	if _, err := specW.Write(specJSON); err != nil {
+		return nil, setupErr("init spec: %w", err)
+	}
+	specW.Close()
 
 	cmd := exec.Command(cfg.BwrapPath, "--args", strconv.Itoa(argsFD), "--",
 		fmt.Sprintf("/proc/self/fd/%d", exeFD), wire.InitArg, strconv.Itoa(specFD))
@@ -567,21 +569,27 @@ func memfile(name string, b []byte) (*os.File, error) {
 	return f, nil
 }
 
-// mountChecks are the checks PID 1 makes of a confined view's mounts
-// (wire.MountCheck): each mount's guest path must reach, without a
-// symbolic link, the host object the plan bound there. The host view
-// binds every path onto itself and needs none.
-func mountChecks(m fsplan.Mapping) ([]wire.MountCheck, error) {
-	if !m.Confined {
-		return nil, nil
-	}
+// mountChecks are the checks PID 1 makes of the plan's mounts once
+// bubblewrap is done (wire.MountCheck): every bind the policy asked for,
+// at its destination, showing the object srt found at its source now,
+// read-only where the plan binds it so. bubblewrap looks sources and
+// destinations up by path, following links, while the command's write
+// roots are in reach of other sandboxes running at the same time: a
+// directory swapped for a link at the right moment would put a mount on
+// another object or at another place. srt's own walk of each source
+// follows no link, so a swapped-in link fails the start here, and one
+// swapped in after fails PID 1's check.
+func mountChecks(plan fsplan.Plan) ([]wire.MountCheck, error) {
 	var out []wire.MountCheck
-	for _, mt := range m.Mounts {
-		var st unix.Stat_t
-		if err := unix.Stat(mt.Host, &st); err != nil {
-			return nil, fmt.Errorf("%s (%s): %w", mt.Host, mt.Rule, err)
+	for _, op := range plan.Ops {
+		if op.Runtime || op.Dst == "/" || op.Kind != fsplan.OpBind && op.Kind != fsplan.OpROBind {
+			continue
 		}
-		out = append(out, wire.MountCheck{Guest: mt.Guest, Dev: uint64(st.Dev), Ino: st.Ino})
+		st, err := nofollow.Stat(op.Src)
+		if err != nil {
+			return nil, fmt.Errorf("%s (%s) changed while the sandbox was set up: %w; refusing to run", op.Src, op.Rule, err)
+		}
+		out = append(out, wire.MountCheck{Guest: op.Dst, Dev: uint64(st.Dev), Ino: st.Ino, ReadOnly: op.Kind == fsplan.OpROBind})
 	}
 	return out, nil
 }

@@ -9,9 +9,9 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
-	"strings"
 	"syscall"
 
+	"github.com/srt-go/srt/internal/nofollow"
 	"github.com/srt-go/srt/sandbox/linux/wire"
 	"golang.org/x/sys/unix"
 )
@@ -186,51 +186,55 @@ func RunInit(args []string) {
 	}
 }
 
-// checkMounts makes sure each of the confined view's mounts is where the
-// plan put it (wire.MountCheck): its guest path is reached one component
-// at a time without following a symbolic link, and what it reaches is the
-// host object srt stat'ed. It runs before PID 1 reports running, so a
-// failure is a set-up failure and nothing of the command's runs.
+// checkMounts makes sure each of the plan's binds is where the plan put
+// it (wire.MountCheck): its destination is reached one component at a
+// time without following a symbolic link, is a mount point (its mount is
+// not its parent's), shows the host object srt found at the source, and
+// is read-only where the plan says so. It runs before PID 1 reports
+// running, so a failure is a set-up failure and nothing of the command's
+// runs.
 func checkMounts(checks []wire.MountCheck) error {
 	for _, c := range checks {
-		st, err := statNoFollow(c.Guest)
-		if err != nil {
+		if err := checkMount(c); err != nil {
 			return fmt.Errorf("mount %s: %w; refusing to run with a mount elsewhere than planned", c.Guest, err)
-		}
-		if uint64(st.Dev) != c.Dev || st.Ino != c.Ino {
-			return fmt.Errorf("mount %s: another directory is there than the one planned (a symbolic link on the way when the sandbox was set up?); refusing to run", c.Guest)
 		}
 	}
 	return nil
 }
 
-// statNoFollow stats absolute path p, refusing a symbolic link at any
-// component (ELOOP).
-func statNoFollow(p string) (unix.Stat_t, error) {
-	var st unix.Stat_t
-	dir, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+func checkMount(c wire.MountCheck) error {
+	fd, parent, err := nofollow.Open(c.Guest)
 	if err != nil {
-		return st, err
+		return err
 	}
-	for _, name := range strings.Split(strings.Trim(p, "/"), "/") {
-		if name == "" {
-			continue
+	defer unix.Close(fd)
+	if parent >= 0 {
+		defer unix.Close(parent)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	if uint64(st.Dev) != c.Dev || st.Ino != c.Ino {
+		return errors.New("another object is there than the one planned")
+	}
+	if parent >= 0 {
+		var a, b unix.Statx_t
+		if unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_MNT_ID, &a) != nil || unix.Statx(parent, "", unix.AT_EMPTY_PATH, unix.STATX_MNT_ID, &b) != nil {
+			return errors.New("cannot tell its mount")
 		}
-		next, err := unix.Openat(dir, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		unix.Close(dir)
-		if err != nil {
-			return st, err
-		}
-		dir = next
-		if err := unix.Fstat(dir, &st); err != nil {
-			unix.Close(dir)
-			return st, err
-		}
-		if st.Mode&unix.S_IFMT == unix.S_IFLNK {
-			unix.Close(dir)
-			return st, fmt.Errorf("%s is a symbolic link: %w", name, unix.ELOOP)
+		if a.Mask&unix.STATX_MNT_ID != 0 && a.Mnt_id == b.Mnt_id {
+			return errors.New("no mount is there (it went elsewhere)")
 		}
 	}
-	defer unix.Close(dir)
-	return st, unix.Fstat(dir, &st)
+	if c.ReadOnly {
+		var fs unix.Statfs_t
+		if err := unix.Fstatfs(fd, &fs); err != nil {
+			return err
+		}
+		if fs.Flags&unix.ST_RDONLY == 0 {
+			return errors.New("it is writable")
+		}
+	}
+	return nil
 }

@@ -47,21 +47,24 @@ type InitSpec struct {
 	// AgentFD, when above 2, is a socket to srt over which PID 1 serves
 	// exec requests (AgentMsg) instead of running Argv.
 	AgentFD int `json:"agentFd,omitempty"`
-	// Mounts are the confined view's mounts as they must look once
-	// bubblewrap is done: PID 1 checks each before it reports running,
-	// and ends the sandbox (a set-up failure) when one is not there.
+	// Mounts are the plan's binds as they must look once bubblewrap is
+	// done: PID 1 checks each before it reports running, and ends the
+	// sandbox (a set-up failure) when one is not there.
 	Mounts []MountCheck `json:"mounts,omitempty"`
 }
 
-// MountCheck says that the directory (or file) at sandbox path Guest,
-// reached without following any symbolic link, is the host object Dev and
-// Ino name: the mount the plan made there. bubblewrap follows links when
-// it creates a mount point, so a link a run left where a nested bind goes
-// would otherwise put that bind elsewhere, unnoticed.
+// MountCheck says that sandbox path Guest, reached without following any
+// symbolic link, is a mount point whose root is the host object Dev and
+// Ino name, read-only when ReadOnly: the mount the plan made there.
+// bubblewrap follows links when it looks up a source or makes a mount
+// point, so a link a run left (or another sandbox swaps in meanwhile)
+// where a bind goes would otherwise put that bind on another object or
+// elsewhere, unnoticed.
 type MountCheck struct {
-	Guest string `json:"guest"`
-	Dev   uint64 `json:"dev"`
-	Ino   uint64 `json:"ino"`
+	Guest    string `json:"guest"`
+	Dev      uint64 `json:"dev"`
+	Ino      uint64 `json:"ino"`
+	ReadOnly bool   `json:"readOnly,omitempty"`
 }
 
 // StartedByte is the one byte PID 1 writes on InitSpec.StartedFD once it
