@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -120,5 +121,43 @@ func TestOrigins(t *testing.T) {
 	}
 	if o := origin(v.AllowWrite, ws); o != OriginBind {
 		t.Errorf("bind: %v", o)
+	}
+}
+
+// TestViewLinksInBinds: a link inside any bind's tree may have been made
+// by a session that had the bind writable (this one in chat mode,
+// another one meanwhile): a runnerStateDirs entry or a bind reached
+// through one is refused, even where this session's binds are
+// read-only.
+func TestViewLinksInBinds(t *testing.T) {
+	base, _ := filepath.EvalSymlinks(t.TempDir())
+	ws, cfg := filepath.Join(base, "ws"), filepath.Join(base, "home", ".config")
+	for _, d := range []string{ws, cfg} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Symlink(cfg, filepath.Join(ws, "state"))
+	os.MkdirAll(filepath.Join(ws, "real-state"), 0o755)
+	for _, tc := range []struct {
+		name     string
+		writable []string
+		binds    []ViewBind
+		ok       bool
+	}{
+		{"state dir through a link in a read-only bind", []string{ws + "/state"}, []ViewBind{{Host: ws, Guest: "/w"}}, false},
+		{"state dir through a link in a writable bind", []string{ws + "/state"}, []ViewBind{{Host: ws, Guest: "/w", Writable: true}}, false},
+		{"a real state dir", []string{ws + "/real-state"}, []ViewBind{{Host: ws, Guest: "/w"}}, true},
+		{"a bind through a link in another bind", nil, []ViewBind{{Host: ws, Guest: "/w"}, {Host: ws + "/state", Guest: "/cfg"}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := CompileView(ViewRules{Binds: tc.binds, Writable: tc.writable, Home: filepath.Join(base, "home")})
+			if (err == nil) != tc.ok {
+				t.Errorf("CompileView = %v, want ok %v", err, tc.ok)
+			}
+			if err != nil && !errors.Is(err, ErrUnenforceable) {
+				t.Errorf("%v does not wrap ErrUnenforceable", err)
+			}
+		})
 	}
 }

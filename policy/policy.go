@@ -193,6 +193,12 @@ type Env struct {
 	Cwd string
 	// Home is the home directory "~" expands to. Empty means os.UserHomeDir.
 	Home string
+	// Untrusted are trees a sandbox may have written besides this
+	// policy's write roots (absolute paths): srtd's binds, which another
+	// session, or this one in another mode, may have had writable. A
+	// symbolic link inside one is never followed for a rule, as inside a
+	// write root (trust.go).
+	Untrusted []string
 }
 
 // ErrUnenforceable is wrapped by errors for rules this host cannot enforce.
@@ -240,7 +246,7 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 	if p.FilesystemDisabled {
 		return p, nil
 	}
-	r := resolver{cwd: env.Cwd, home: env.Home, p: p}
+	r := resolver{cwd: env.Cwd, home: env.Home, untrusted: env.Untrusted, p: p}
 	fs := &s.Filesystem
 	p.DenyRead = r.entries("filesystem.denyRead", fs.DenyRead, true)
 	for _, d := range hostSecrets(env.Home) {

@@ -15,6 +15,8 @@ import (
 // resolver turns settings path entries into Paths.
 type resolver struct {
 	cwd, home string
+	// untrusted are Env.Untrusted.
+	untrusted []string
 	p         *Policy
 	// err is the first rule that cannot be enforced (an invalid glob).
 	err error

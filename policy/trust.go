@@ -212,6 +212,12 @@ func (r *resolver) guardWrites(explicit []Path) (*linkGuard, error) {
 	for _, c := range cands {
 		g.roots = append(g.roots, c.Literal)
 	}
+	for _, u := range r.untrusted {
+		g.roots = append(g.roots, filepath.Clean(u))
+		if res, err := filepath.EvalSymlinks(u); err == nil {
+			g.roots = append(g.roots, res)
+		}
+	}
 	var reached []string
 	for _, c := range cands {
 		if c.Origin == OriginDefault && g.ownDirectory(c.Literal) != "" {

@@ -186,7 +186,15 @@ func CompileView(r ViewRules) (*Policy, error) {
 		// 000, "SandboxSpec").
 		s.Filesystem.DenyWrite = append(s.Filesystem.DenyWrite, settings.PathEntry{Path: d, Literal: !isGlob(d)})
 	}
-	p, err := Compile(s, Env{Cwd: "/", Home: r.Home})
+	// Every bind's tree, writable here or not, may have been written by
+	// another session (or this one in chat mode): no link in it is the
+	// user's own, so none is followed for a rule (runnerStateDirs, other
+	// binds, protectedPaths).
+	var untrusted []string
+	for _, b := range r.Binds {
+		untrusted = append(untrusted, b.Host)
+	}
+	p, err := Compile(s, Env{Cwd: "/", Home: r.Home, Untrusted: untrusted})
 	if err != nil {
 		return nil, err
 	}

@@ -95,9 +95,13 @@ func (d *dispatcher) handle(fd int, nt seccomp.Notification) {
 }
 
 // refuse answers a call the filter refuses with its errno and records it.
+//
+// The record goes out before the answer: the caller, once answered, may
+// exit at once, and a reader that follows the command (srtd's exec
+// stream) must have the record by then.
 func (d *dispatcher) refuse(fd int, nt seccomp.Notification, c seccomp.Call) {
+	defer seccomp.Respond(fd, nt.ID, c.Errno)
 	nsPID, exe := procInfo(int(nt.PID))
-	seccomp.Respond(fd, nt.ID, c.Errno)
 	if nsPID == 1 {
 		return // PID 1's own call, not the command's
 	}
