@@ -203,12 +203,6 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		return nil, setupErr("opening srt's own binary: %w", err)
 	}
 	exeFD := addFD(exe)
-	specR, specW, err := os.Pipe()
-	if err != nil {
-		return nil, setupErr("pipe: %w", err)
-	}
-	defer specW.Close()
-	specFD := addFD(specR)
 	startedR, startedW, err := os.Pipe()
 	if err != nil {
 		return nil, setupErr("pipe: %w", err)
@@ -303,11 +297,15 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	if spec.Mounts, err = mountChecks(plan); err != nil {
 		return nil, &SetupError{err}
 	}
+	// In a sealed memfd, as bubblewrap's options: it can be longer than a
+	// pipe holds (a mount check per bind) and nobody reads it before
+	// bubblewrap runs.
 	specJSON, _ := json.Marshal(spec)
-	if _, err := specW.Write(specJSON); err != nil {
+	specFile, err := memfile("srt-init-spec", specJSON)
+	if err != nil {
 		return nil, setupErr("init spec: %w", err)
 	}
-	specW.Close()
+	specFD := addFD(specFile)
 
 	cmd := exec.Command(cfg.BwrapPath, "--args", strconv.Itoa(argsFD), "--",
 		fmt.Sprintf("/proc/self/fd/%d", exeFD), wire.InitArg, strconv.Itoa(specFD))

@@ -18,7 +18,7 @@
 // through bubblewrap) with argv[1] naming the role, so every program that
 // starts sandboxes calls sandbox.Main (linux.DispatchRole) first. Only
 // descriptor numbers ride on the command line, which every process in
-// the sandbox can read; everything else comes over a pipe.
+// the sandbox can read; everything else comes in an inherited descriptor.
 //
 //	InitArg SPECFD          the sandbox's PID 1 (bwrap --as-pid-1)
 //	LandlockStageArg SPECFD the weaker sandbox's first process
@@ -31,7 +31,7 @@
 // bubblewrap, which passes them on to PID 1 at the same numbers:
 //
 //	srt                          bubblewrap                 PID 1
-//	 │ write InitSpec (JSON), close ─────────────────────────▶ read SPECFD to EOF
+//	 │ InitSpec (JSON) in a sealed memfd ────────────────────▶ read SPECFD to EOF
 //	 │                            │ info-fd: BwrapInfo ─▶ srt
 //	 │                            │ (mounts, namespaces)     │
 //	 │ ◀──────────────────────────────────── StartedByte ─── │ write, close StartedFD
@@ -43,9 +43,11 @@
 //
 // On EOF, or what stands for it:
 //
-//   - Spec pipe, PID 1's side: a spec it cannot read or decode, or with
+//   - Spec, PID 1's side: a spec it cannot read or decode, or with
 //     neither a command nor an agent socket, ends PID 1 with ExitSetup
-//     before it starts anything.
+//     before it starts anything; so does a mount that is not where the
+//     spec's MountChecks say (checked before StartedByte, so srt reports
+//     a set-up error).
 //   - Started pipe, srt's side: EOF without StartedByte means bubblewrap
 //     failed before PID 1 ran; srt reports a set-up error (the command
 //     did not run) whatever bubblewrap's exit status, and never signals

@@ -2,8 +2,8 @@ package wire
 
 import "github.com/srt-go/srt/seccomp"
 
-// InitSpec is what srt tells its in-sandbox PID 1, as JSON through an
-// inherited pipe that srt writes and closes (never the command line,
+// InitSpec is what srt tells its in-sandbox PID 1, as JSON in an
+// inherited sealed memfd that PID 1 reads and closes (never the command line,
 // which every process inside can read). Descriptor fields are numbers in
 // PID 1, as bubblewrap passes them on.
 type InitSpec struct {
