@@ -180,8 +180,25 @@ func runtimeOps(p *policy.Policy, opts Options, m Mapping) []Op {
 	// neither plant things for later runs nor rename it away and make a
 	// host directory where its TMPDIR was (which the creation-time rules
 	// take for the private tmpfs).
-	if state := filepath.Dir(opts.TmpDir); !p.FilesystemDisabled && !m.Confined && p.Writable(policy.Resolve(state)) {
-		ops = append(ops, Op{Kind: OpROBind, Src: state, Dst: state, Rule: "srt's state directory", Runtime: true})
+	state := filepath.Dir(opts.TmpDir)
+	switch {
+	case p.FilesystemDisabled:
+	case !m.Confined:
+		if p.Writable(policy.Resolve(state)) {
+			ops = append(ops, Op{Kind: OpROBind, Src: state, Dst: state, Rule: "srt's state directory", Runtime: true})
+		}
+	default:
+		// A confined view shows it wherever a bind holds it (host /tmp
+		// bound at /hosttmp): read-only there too, and a mount point, or
+		// a session could rename srt's state away and leave one of its
+		// own making for srt to use next.
+		res := policy.Resolve(state)
+		for _, mt := range m.Mounts {
+			if policy.Within(res, mt.Host) && p.Writable(res) {
+				g := filepath.Join(mt.Guest, strings.TrimPrefix(res, mt.Host))
+				ops = append(ops, Op{Kind: OpROBind, Src: res, Dst: g, Rule: "srt's state directory", Runtime: true})
+			}
+		}
 	}
 	return append(ops, Op{Kind: OpTmpfs, Dst: opts.TmpDir, Perms: 0o700, Rule: "private TMPDIR", Runtime: true})
 }

@@ -78,3 +78,23 @@ func TestPlanView(t *testing.T) {
 		t.Errorf("Readable does not follow the view")
 	}
 }
+
+// TestViewStateDir: a confined view whose writable bind holds srt's state
+// directory (host /tmp bound elsewhere) shows it read-only and as a
+// mount point there, as the host view does, so that a session cannot
+// rename it away and leave one of its own making.
+func TestViewStateDir(t *testing.T) {
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	state := filepath.Join(root, "srt-test")
+	if err := os.MkdirAll(filepath.Join(state, "tmp"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	p, err := policy.CompileView(policy.ViewRules{Binds: []policy.ViewBind{{Host: root, Guest: "/hosttmp", Writable: true}}, System: []string{"/usr"}, Home: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := Build(p, Options{TmpDir: filepath.Join(state, "tmp")})
+	if !slices.ContainsFunc(plan.Ops, func(o Op) bool { return o.Kind == OpROBind && o.Src == state && o.Dst == "/hosttmp/srt-test" }) {
+		t.Errorf("no read-only bind of the state directory at its guest path:\n%s", dump(plan))
+	}
+}

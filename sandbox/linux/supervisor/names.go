@@ -185,6 +185,25 @@ func containsAll(p string, need []string) bool {
 	return true
 }
 
+// pinned returns the absolute rule (a protected path, a denyWrite or
+// missing denyRead entry, not an any-depth pattern) that protects
+// sandbox path p where it is, or "".
+func (c *nameRules) pinned(p string) string {
+	if c.exempt(p) {
+		return ""
+	}
+	p = c.host(p)
+	for _, r := range c.rules {
+		if !strings.HasPrefix(r.pattern, "/") || !containsAll(p, r.need) {
+			continue
+		}
+		if ok, _ := doublestar.Match(r.pattern, p); ok {
+			return r.rule
+		}
+	}
+	return ""
+}
+
 // symlinkDenied: a symlink at p stands for a directory whose names appear
 // below p, so p must not end in a rule's directory part (".git" for
 // **/.git/hooks/**, "secrets" for /w/secrets/**).

@@ -106,7 +106,13 @@ func renameAt(c *creator, o, w where, flags uint64, pid int) verdict {
 }
 
 // treeDenied walks the directory name in dir (real path from) and
-// reports a name below it that a rule forbids at to but not at from.
+// reports a name below it that a rule forbids at one end of the rename
+// but not at the other: one that would come into being at to, or one an
+// absolute rule protects that would leave its protected place at from
+// (renaming a parent must not get around a deny, seed 003; the mounts pin
+// those parents, and this holds where a mount is not there). A name the
+// any-depth patterns protect may move: a git directory moved whole keeps
+// its hooks protected by what it holds (git_linux.go).
 // Above 20000 entries it answers EXDEV-worthy "too large" as a refusal
 // ("mv" then copies, name by name, through the rules).
 func treeDenied(c *nameRules, dir int, name, from, to string) (string, string) {
@@ -131,8 +137,10 @@ func treeDenied(c *nameRules, dir int, name, from, to string) (string, string) {
 				return "a directory too large to check (more than 20000 names)", to
 			}
 			r := rel + "/" + e.Name()
-			if rule := c.denied(to+r, kOther); rule != "" && c.denied(from+r, kOther) == "" {
-				return rule, to + r
+			if rt, rf := c.denied(to+r, kOther), c.denied(from+r, kOther); rt != "" && rf == "" {
+				return rt, to + r
+			} else if ra := c.pinned(from + r); ra != "" && rt == "" {
+				return ra, from + r
 			}
 			if e.IsDir() {
 				if rule, t := walk(fd, e.Name(), r); rule != "" {
