@@ -211,3 +211,25 @@ func TestSanitizedEnv(t *testing.T) {
 		t.Errorf("env = %s", got)
 	}
 }
+
+// TestProtectedPathsShown: a protectedPaths entry no bind shows would
+// protect nothing; a guest path given by mistake is named as one.
+func TestProtectedPathsShown(t *testing.T) {
+	ws := t.TempDir()
+	base := Spec{SessionID: "p", BindMounts: []BindMount{{HostPath: ws, GuestPath: "/work"}}}
+	for _, tc := range []struct {
+		path, want string
+	}{
+		{ws + "/secret", ""},
+		{"/work/secret", "is a guest path"},
+		{"/elsewhere/secret", "would protect nothing"},
+		{ws + "/**/*.pem", ""},
+	} {
+		spec := base
+		spec.ProtectedPaths = []string{tc.path}
+		err := Validate(spec)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("protectedPaths %q: %v, want %q", tc.path, err, tc.want)
+		}
+	}
+}

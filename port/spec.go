@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/srt-go/srt/netrule"
+	"github.com/srt-go/srt/policy"
 )
 
 // Limits on a Spec, so that one request cannot make the port do unbounded
@@ -101,7 +102,11 @@ func Validate(spec Spec) error {
 		}
 	}
 	for i, p := range spec.ProtectedPaths {
-		if err := checkPath(fmt.Sprintf("protectedPaths[%d]", i), p, false); err != nil {
+		f := fmt.Sprintf("protectedPaths[%d]", i)
+		if err := checkPath(f, p, false); err != nil {
+			return err
+		}
+		if err := checkProtectedShown(f, p, spec); err != nil {
 			return err
 		}
 	}
@@ -276,4 +281,34 @@ func CheckExec(req ExecRequest) error {
 		return &SpecError{"timeoutMs", "must not be negative"}
 	}
 	return nil
+}
+
+// checkProtectedShown refuses a protectedPaths entry that no bind or
+// runner state directory shows: it would protect nothing, silently, and
+// the likely mistake is a guest path where a host path belongs (seed 000,
+// "SandboxSpec": protectedPaths are host paths). Globs are left alone.
+func checkProtectedShown(field, p string, spec Spec) error {
+	if strings.ContainsAny(p, "*?[") {
+		return nil
+	}
+	clean := filepath.Clean(p)
+	shows := func(root string) bool {
+		return within(clean, filepath.Clean(root)) || within(policy.Resolve(clean), policy.Resolve(root))
+	}
+	for _, b := range spec.BindMounts {
+		if shows(b.HostPath) {
+			return nil
+		}
+	}
+	for _, d := range spec.RunnerStateDirs {
+		if shows(d) {
+			return nil
+		}
+	}
+	for _, b := range spec.BindMounts {
+		if within(clean, filepath.Clean(b.GuestPath)) {
+			return &SpecError{field, fmt.Sprintf("%s is a guest path (inside bindMounts guestPath %s); protectedPaths are host paths: %s", p, b.GuestPath, filepath.Join(b.HostPath, strings.TrimPrefix(clean, filepath.Clean(b.GuestPath))))}
+		}
+	}
+	return &SpecError{field, p + " is not inside any bindMounts hostPath or runnerStateDirs entry, so it would protect nothing"}
 }
