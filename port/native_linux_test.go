@@ -427,3 +427,31 @@ func TestBindOverTmpdir(t *testing.T) {
 		t.Errorf("bind at /work: %v", err)
 	}
 }
+
+// TestProtectedGlobAtGuestPath: a protectedPaths glob is written in host
+// paths; with a bind shown at another guest path, a file created later
+// that matches it is refused there (the name rules judge the host path
+// the guest path reaches).
+func TestProtectedGlobAtGuestPath(t *testing.T) {
+	rt := requireNative(t)
+	ws, _ := filepath.EvalSymlinks(t.TempDir())
+	os.MkdirAll(filepath.Join(ws, "a"), 0o755)
+	sb, err := rt.Launch(context.Background(), Spec{SessionID: "glob", Mode: ModeChat,
+		BindMounts:     []BindMount{{HostPath: ws, GuestPath: "/work"}},
+		ProtectedPaths: []string{ws + "/**/*.secret"}, GuestWorkdir: "/work"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Destroy(context.Background())
+	ch, err := sb.Exec(context.Background(), ExecRequest{Argv: []string{"sh", "-c", "echo x > /work/a/k.secret; echo x > /work/a/k.ok"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	collect(t, ch)
+	if _, err := os.Stat(filepath.Join(ws, "a/k.secret")); err == nil {
+		t.Error("a file matching the protectedPaths glob was created through its guest path")
+	}
+	if _, err := os.Stat(filepath.Join(ws, "a/k.ok")); err != nil {
+		t.Errorf("an ordinary file was not created: %v", err)
+	}
+}
