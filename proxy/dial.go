@@ -69,6 +69,11 @@ func (s *Server) dial(ctx context.Context, pol *netrule.Policy, decision netrule
 }
 
 func (s *Server) dialAddr(ctx context.Context, ap netip.AddrPort) (net.Conn, error) {
+	if s.cfg.Forbidden != nil {
+		if why := s.cfg.Forbidden(ap); why != "" {
+			return nil, &RefusedError{Decision: netrule.Decision{Host: ap.Addr().String(), Reason: why}}
+		}
+	}
 	c, err := s.dialer.DialContext(ctx, "tcp", ap.String())
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", ap, err)

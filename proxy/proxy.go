@@ -86,6 +86,11 @@ type Config struct {
 	// IdleTimeout bounds the wait for the next request on a kept-alive
 	// plain-HTTP client connection. Zero means 2 minutes.
 	IdleTimeout time.Duration
+	// Forbidden, when not nil, is asked about every address just before
+	// it is dialled, whatever the rules allowed: a non-empty reason
+	// refuses it (a *RefusedError, reported as a violation). srt uses it
+	// for the addresses srtd listens on, which no sandbox may reach.
+	Forbidden func(netip.AddrPort) string
 }
 
 // RefusedError is returned by the dial path when the resolved-address

@@ -161,6 +161,13 @@ func serve(args []string, stderr io.Writer) error {
 		return err
 	}
 	defer ln.Close()
+	// And to every other sandbox of this user: srt's proxies refuse the
+	// addresses registered here (linux.ServerAddress).
+	unregister, err := registerServer(ln.Addr())
+	if err != nil {
+		return err
+	}
+	defer unregister()
 	pt, err := newPort(portOptions{sandboxOn: sandboxOn, defaultBackend: *defaultBackend, nameGlobs: *nameGlobs, bwrap: *bwrap, microvm: vmMode, maxSessions: *maxSessions,
 		selfDeny: selfAddresses(ln.Addr())}, lg)
 	if err != nil {
