@@ -84,7 +84,7 @@ func serve(args []string, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:7777", "listen address; loopback only unless --allow-non-loopback")
 	tokenFile := fs.String("token-file", "", "where to write the bearer token (mode 0600); default $XDG_RUNTIME_DIR/srtd/token or ~/.srtd/token")
-	sandboxFlag := fs.String("sandbox", "", "on (wrap launches when the host offers a backend) or off; default $SRTD_SANDBOX, else on")
+	sandboxFlag := fs.String("sandbox", "", "on (wrap launches when the host offers a backend) or off; default $CC_SERVER_SANDBOX, then $SRTD_SANDBOX, else on")
 	nonLoopback := fs.Bool("allow-non-loopback", false, "allow --addr on a non-loopback address (anyone who can reach it and read the token drives the server)")
 	addrFile := fs.String("addr-file", "", "write the listening address there once listening (for --addr with port 0)")
 	maxSessions := fs.Int("max-sessions", 64, "sandboxes alive at once")
@@ -105,17 +105,9 @@ func serve(args []string, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
-	mode := *sandboxFlag
-	if mode == "" {
-		mode = os.Getenv("SRTD_SANDBOX")
-	}
-	var sandboxOn bool
-	switch strings.ToLower(mode) {
-	case "", "on":
-		sandboxOn = true
-	case "off":
-	default:
-		return usageError{fmt.Errorf("--sandbox %q: want on or off", mode)}
+	sandboxOn, err := sandboxMode(*sandboxFlag, os.Getenv)
+	if err != nil {
+		return usageError{err}
 	}
 	switch *defaultBackend {
 	case "", "native", "microvm", "none":
@@ -336,4 +328,26 @@ func writeAddrFile(path, content string) error {
 		return fmt.Errorf("--addr-file: %w", err)
 	}
 	return nil
+}
+
+// sandboxMode is the seed's switch (seed 000: "--sandbox /
+// CC_SERVER_SANDBOX accepte on (par défaut) ou off"): the flag, else
+// $CC_SERVER_SANDBOX, else srtd's own $SRTD_SANDBOX, else on. It is an
+// opt-out: on means "wrap when the host offers a backend", never
+// "require one". The error names where a bad value came from.
+func sandboxMode(flagValue string, getenv func(string) string) (bool, error) {
+	src, mode := "--sandbox", flagValue
+	for _, env := range []string{"CC_SERVER_SANDBOX", "SRTD_SANDBOX"} {
+		if mode != "" {
+			break
+		}
+		src, mode = env, getenv(env)
+	}
+	switch strings.ToLower(mode) {
+	case "", "on":
+		return true, nil
+	case "off":
+		return false, nil
+	}
+	return false, fmt.Errorf("%s %q: want on or off", src, mode)
 }
