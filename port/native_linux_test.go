@@ -455,3 +455,19 @@ func TestProtectedGlobAtGuestPath(t *testing.T) {
 		t.Errorf("an ordinary file was not created: %v", err)
 	}
 }
+
+// TestNativeSSHHelper: GIT_SSH_COMMAND names srt's binary at a path the
+// session sees, wherever srtd is installed (here: the test binary, in a
+// directory no bind shows), and the helper runs there.
+func TestNativeSSHHelper(t *testing.T) {
+	rt := requireNative(t)
+	sb, _ := launchWS(t, rt, "ssh-helper", ModeChat)
+	ch, err := sb.Exec(context.Background(), ExecRequest{Argv: []string{"sh", "-c", `echo "[$GIT_SSH_COMMAND]"; case "$GIT_SSH_COMMAND" in */.srt/srt*--proxy-connect*) echo named;; esac; test -x /.srt/srt && echo runnable`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, out, errs := collect(t, ch)
+	if !strings.Contains(out, "named") || !strings.Contains(out, "runnable") {
+		t.Errorf("stdout %q stderr %q: want GIT_SSH_COMMAND naming a runnable /.srt/srt", out, errs)
+	}
+}

@@ -143,7 +143,11 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		fmt.Fprintf(cfg.Stderr, "srt: %s\n", notice)
 	}
 	tmpdir := filepath.Join(stateDir, "tmp")
-	plan := fsplan.Build(cfg.Policy, fsplan.Options{CreationRules: create, TmpDir: tmpdir})
+	helper, _ := os.Executable()
+	if h, err := filepath.EvalSymlinks(helper); err == nil {
+		helper = h
+	}
+	plan := fsplan.Build(cfg.Policy, fsplan.Options{CreationRules: create, TmpDir: tmpdir, Helper: helper})
 
 	p := &Process{log: lg, initPID: make(chan int, 1), ready: make(chan struct{})}
 	ok := false
@@ -253,8 +257,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		return nil, &SetupError{err}
 	}
 	spec.Listeners = sandboxListeners()
-	srtPath, _ := os.Executable()
-	env = proxyEnv(env, srtPath)
+	env = proxyEnv(env, plan.Helper)
 
 	stdin, stdout, stderr := cfg.Stdin, cfg.Stdout, cfg.Stderr
 	if p.term, err = newTerminal(&stdin, &stdout, &stderr); err != nil {

@@ -19,7 +19,15 @@ type Options struct {
 	// path every sandbox of this user shares (srt's state directory's
 	// tmp), private to this sandbox's mount namespace. Empty means none.
 	TmpDir string
+	// Helper is srt's own binary (host path, resolved), which the
+	// sandbox runs as ssh's ProxyCommand (GIT_SSH_COMMAND). A confined
+	// view shows it at HelperGuest, wherever srt (or srtd) is installed;
+	// the host view, where it is. Empty means none.
+	Helper string
 }
+
+// HelperGuest is where a confined view shows Options.Helper.
+const HelperGuest = "/.srt/srt"
 
 // Build computes the mount operations that enforce p, in the view p.View
 // asks for (nil: the host view). The order is the security argument,
@@ -60,6 +68,7 @@ func Build(p *policy.Policy, opts Options) Plan {
 	if p.FilesystemDisabled {
 		plan.Ops = []Op{{Kind: OpBind, Src: "/", Dst: "/", Rule: "filesystem.disabled"}}
 		plan.Ops = append(plan.Ops, runtimeOps(p, opts, m)...)
+		plan.Helper = opts.Helper
 		return plan
 	}
 	nodes, placeholders := decide(p, opts.CreationRules)
@@ -126,6 +135,15 @@ func Build(p *policy.Policy, opts Options) Plan {
 		plan.Ops = append(plan.Ops, o.op)
 	}
 	plan.Ops = append(plan.Ops, runtimeOps(p, opts, m)...)
+	plan.Helper = opts.Helper
+	if m.Confined && opts.Helper != "" {
+		// The view shows srt's binary at a fixed path of its own root
+		// (read-only with it, at the end), not at wherever it is
+		// installed, which no bind may show. -try: a binary replaced
+		// since srt started is gone, and ssh then fails, not the sandbox.
+		plan.Ops = append(plan.Ops, Op{Kind: OpROBindTry, Src: opts.Helper, Dst: HelperGuest, Rule: "srt's binary for ssh's ProxyCommand", Runtime: true})
+		plan.Helper = HelperGuest
+	}
 	for _, t := range tmpfs {
 		plan.Ops = append(plan.Ops, Op{Kind: OpRemountRO, Dst: t, Rule: "read-only empty directory"})
 	}

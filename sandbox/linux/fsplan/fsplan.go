@@ -114,6 +114,8 @@ type Plan struct {
 	Ops          []Op
 	// Mapping places host trees in the sandbox; see Mapping.Host.
 	Mapping Mapping
+	// Helper is the sandbox path of Options.Helper; "" without one.
+	Helper string
 }
 
 // Mount shows the host tree Host at Guest inside the sandbox. Both are
