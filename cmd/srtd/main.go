@@ -154,7 +154,7 @@ func serve(args []string, stderr io.Writer) error {
 	}
 	defer ln.Close()
 	// And to every other sandbox of this user: srt's proxies refuse the
-	// addresses registered here (linux.ServerAddress).
+	// addresses registered here (linux.ServerAddresses).
 	unregister, err := registerServer(ln.Addr())
 	if err != nil {
 		return err

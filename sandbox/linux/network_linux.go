@@ -67,7 +67,11 @@ type network struct {
 // newNetwork starts the session's proxies (not yet listening) and returns
 // it with the socket pair end to pass to PID 1.
 func newNetwork(nw policy.Network, onViolation func(violation.Violation), lg *slog.Logger) (*network, *os.File, error) {
-	srv, err := proxy.New(proxy.Config{Policy: nw.Rules, OnViolation: onViolation, Logger: lg, Forbidden: ServerAddress})
+	forbidden, err := ServerAddresses()
+	if err != nil {
+		return nil, nil, err
+	}
+	srv, err := proxy.New(proxy.Config{Policy: nw.Rules, OnViolation: onViolation, Logger: lg, Forbidden: forbidden})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -58,15 +58,22 @@ func RegisterServer(addr net.Addr) (unregister func(), err error) {
 	return func() { os.Remove(path) }, nil
 }
 
-// ServerAddress returns a reason when ap is an address a running srtd of
-// this user listens on (one registered on loopback matches every loopback
-// address of its port; one on every interface, every address of this
-// host), else "".
-func ServerAddress(ap netip.AddrPort) string {
+// ServerAddresses returns the proxies' Forbidden hook: it gives a reason
+// when an address is one a running srtd of this user listens on (one
+// registered on loopback matches every loopback address of its port; one
+// on every interface, every address of this host), else "". The registry
+// directory is found once, here; each dial then reads it (srtd may start
+// after the sandbox). Errors are StateDir's.
+func ServerAddresses() (func(netip.AddrPort) string, error) {
 	dir, err := serversDir()
 	if err != nil {
-		return ""
+		return nil, err
 	}
+	return func(ap netip.AddrPort) string { return registered(dir, ap) }, nil
+}
+
+// registered is ServerAddresses' hook for registry directory dir.
+func registered(dir string, ap netip.AddrPort) string {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return ""
