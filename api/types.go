@@ -114,7 +114,27 @@ type TerminalRequest struct {
 	Rows int `json:"rows,omitempty"`
 	// Env is added to the sanitised environment.
 	Env map[string]string `json:"env,omitempty"`
+	// Network is a native terminal's egress: "open" (every host name
+	// through the terminal's proxies, the fixed deny list and srtd's own
+	// addresses still refused) or "baseline" (the allow-list). Absent
+	// means srtd's --terminal-network (default open, seed 000). A
+	// microvm terminal has the allow-list only ("open" is a 400); a host
+	// shell (backend none) has the host's network ("baseline" is a 400).
+	Network TerminalNetwork `json:"network,omitempty"`
 }
+
+// TerminalNetwork is TerminalRequest.Network and TerminalInfo.Network.
+type TerminalNetwork string
+
+const (
+	// TerminalNetworkOpen: every host name, the deny list winning.
+	TerminalNetworkOpen TerminalNetwork = "open"
+	// TerminalNetworkBaseline: the terminal's allow-list.
+	TerminalNetworkBaseline TerminalNetwork = "baseline"
+	// TerminalNetworkHost (TerminalInfo only): a host shell, on the
+	// host's network, unfiltered.
+	TerminalNetworkHost TerminalNetwork = "host"
+)
 
 // TerminalState is TerminalInfo.State.
 type TerminalState string
@@ -137,6 +157,9 @@ type TerminalInfo struct {
 	Pid int `json:"pid,omitempty"`
 	// Cwd is the shell's working directory.
 	Cwd string `json:"cwd"`
+	// Network is the egress in force: open, baseline, or host (backend
+	// none). See TerminalRequest.Network.
+	Network TerminalNetwork `json:"network"`
 	// ExitCode is set once exited (128+N for a kill by signal N).
 	ExitCode *int `json:"exitCode,omitempty"`
 	// WebSocket is the path to attach to (GET, one WebSocket per

@@ -31,6 +31,20 @@ type Rules struct {
 	// and CIDR prefixes a host name must not resolve to (CheckResolved),
 	// whatever the lists allow.
 	DeniedAddresses []string
+	// AllowAll allows every host name, as if the allow-list held the
+	// broadest wildcard: Allowed is then redundant. Everything else
+	// still refuses first, in Decide's order: a malformed host, the
+	// built-in metadata list, every Denied entry; and every address a
+	// name resolves to still passes CheckResolved (metadata,
+	// Denied IP literals, DeniedAddresses, the guarded classes and this
+	// host's own addresses). Like every wildcard it never covers an IP
+	// literal, which the proxies dial without that guard: an IP literal
+	// is reached only through an Allowed entry naming it.
+	//
+	// Only a library caller sets it (srtd's terminal profile, seed 000
+	// "Terminal hébergé par le serveur": "network open"); no settings
+	// key reaches it, so no settings file widens a sandbox to every host.
+	AllowAll bool
 }
 
 // EntryError names a bad entry of a list. It wraps the *PatternError.
@@ -55,6 +69,8 @@ type Policy struct {
 	deny    []Pattern
 	reasons map[string]string
 	notOn   string
+	// allowAll is Rules.AllowAll.
+	allowAll bool
 	// deniedAddrs are Rules.DeniedAddresses, parsed.
 	deniedAddrs []netip.Prefix
 }
@@ -63,7 +79,7 @@ type Policy struct {
 // joined with errors.Join, each as an *EntryError; on error the returned
 // Policy is nil.
 func Compile(r Rules) (*Policy, error) {
-	p := &Policy{notOn: r.AllowlistDenyReason}
+	p := &Policy{notOn: r.AllowlistDenyReason, allowAll: r.AllowAll}
 	if p.notOn == "" {
 		p.notOn = ReasonNotAllowed
 	}
@@ -127,8 +143,9 @@ type Decision struct {
 	// Host is the canonical host (CanonicalHost), or the raw host when it
 	// was malformed.
 	Host string
-	// Rule is the Raw entry that decided, or "" when none did (built-in
-	// metadata list, not on the allow list, malformed host).
+	// Rule is the Raw entry that decided, AllowAllRule when Rules.AllowAll
+	// did, or "" when none did (built-in metadata list, not on the allow
+	// list, malformed host).
 	Rule string
 }
 
@@ -140,7 +157,8 @@ type Decision struct {
 //     MetadataPrefixes) are refused, whatever the lists say;
 //  3. the first matching deniedDomains entry refuses, with its reason;
 //  4. a matching allowedDomains entry allows;
-//  5. anything else is refused with the allow-list reason.
+//  5. with Rules.AllowAll, any host name (not an IP literal) allows;
+//  6. anything else is refused with the allow-list reason.
 //
 // host may be a name, an IPv4 literal in any inet_aton spelling, or an
 // IPv6 literal with or without brackets. port is 1..65535. Decide does no
@@ -172,6 +190,10 @@ func (p *Policy) Decide(host string, port int) Decision {
 			return d
 		}
 	}
+	if p.allowAll && !ip.IsValid() {
+		d.Allowed, d.Rule = true, AllowAllRule
+		return d
+	}
 	d.Reason = p.notOn
 	if d.Reason == "" { // zero Policy
 		d.Reason = ReasonNotAllowed
@@ -185,6 +207,12 @@ func (p *Policy) denyReason(pat Pattern) string {
 	}
 	return ReasonDenyList
 }
+
+// AllowAllRule is Decision.Rule when Rules.AllowAll allowed a host.
+const AllowAllRule = "(every host name: network open)"
+
+// AllowsAll reports whether p was compiled with Rules.AllowAll.
+func (p *Policy) AllowsAll() bool { return p != nil && p.allowAll }
 
 // Allowed returns the parsed allowedDomains entries, in list order.
 func (p *Policy) Allowed() []Pattern {

@@ -55,6 +55,7 @@ func NetworkRules(n settings.Network) netrule.Rules {
 		DeniedReasons:       n.DeniedDomainReasons,
 		AllowlistDenyReason: n.AllowlistDenyReason,
 		DeniedAddresses:     n.DeniedResolvedAddresses,
+		AllowAll:            n.AllowAllDomains,
 	}
 }
 

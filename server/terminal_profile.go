@@ -2,10 +2,12 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/srt-go/srt/api"
 	"github.com/srt-go/srt/port"
 	"github.com/srt-go/srt/settings"
 )
@@ -19,13 +21,22 @@ type TerminalConfig struct {
 	// writable in a native terminal, and where the secret directories of
 	// the terminal profile are. Empty means os.UserHomeDir.
 	Home string
-	// AllowedDomains is a native terminal's egress allow-list. Nil means
-	// DefaultTerminalAllowedDomains. See terminalSettings for why a
-	// native terminal's "open network" is an allow-list.
+	// Network is a native terminal's egress when its request names none:
+	// api.TerminalNetworkOpen (also "", seed 000's "network open") or
+	// api.TerminalNetworkBaseline. See terminalSettings.
+	Network api.TerminalNetwork
+	// AllowedDomains is a native terminal's egress allow-list in
+	// baseline mode (in open mode only its IP literals still matter).
+	// Nil means DefaultTerminalAllowedDomains.
 	AllowedDomains []string
-	// DeniedDomains beats AllowedDomains. Nil means
+	// DeniedDomains beats AllowedDomains and open mode. Nil means
 	// DefaultTerminalDeniedDomains.
 	DeniedDomains []string
+	// SelfDeny are srtd's own API addresses (netrule entries such as
+	// "localhost:7777"), denied in every mode on top of DeniedDomains;
+	// the srtd registry refuses them as well where the proxies read it
+	// (Linux).
+	SelfDeny []string
 	// HiddenFiles are read-denied and ReadOnlyDirs write-denied in native
 	// terminals, beyond the profile (srtd's token file and its directory).
 	HiddenFiles  []string
@@ -61,18 +72,39 @@ func (c TerminalConfig) shell() string {
 // cannot read (seed 000, "Terminal hébergé par le serveur").
 var TerminalDenyRead = []string{".ssh", ".aws", ".gnupg", ".config/gh", "Library/Keychains"}
 
+// networkMode is the mode a terminal's request asks for, else cfg's, else
+// open (seed 000: "le réseau est ouvert").
+func (c TerminalConfig) networkMode(req api.TerminalNetwork) api.TerminalNetwork {
+	switch {
+	case req != "":
+		return req
+	case c.Network != "":
+		return c.Network
+	}
+	return api.TerminalNetworkOpen
+}
+
+// ValidTerminalNetwork reports whether n names a mode a request or
+// --terminal-network may ask for: open or baseline.
+func ValidTerminalNetwork(n api.TerminalNetwork) bool {
+	return n == api.TerminalNetworkOpen || n == api.TerminalNetworkBaseline
+}
+
 // terminalSettings is the fixed terminal profile of seed 000 expressed as
 // srt settings: $HOME and the session workdir writable, reads of the
-// secret directories refused, network "open".
+// secret directories refused, network as cfg.Network says.
 //
-// "Open" cannot be said literally: the sandbox's only way out is its
-// filtering proxies, and an empty allow-list denies everything
-// (netrule); there is no allow-all entry, on purpose. The closest
-// fail-closed design is a broad allow-list — by default the port's
-// baseline (LLM providers, git hosting, package registries, GitHub) —
-// with the fixed deny list (cloud metadata, telemetry) winning over it.
-// A terminal that needs more is configured with AllowedDomains, or runs
-// on backend none.
+// The sandbox's only way out is its filtering proxies. In open mode (the
+// seed's "network open") they allow every host name
+// (settings.Network.AllowAllDomains, which no settings file can set),
+// and the fixed deny list still wins: DeniedDomains (cloud metadata,
+// telemetry), srtd's own addresses (SelfDeny and the srtd registry),
+// netrule's built-in metadata list and its resolved-address guard (a
+// name resolving to a private, link-local or this host's address is
+// refused; "localhost" may reach the loopback). An IP literal is reached
+// only when AllowedDomains names it. In baseline mode the proxies allow
+// AllowedDomains only — by default the port's baseline (LLM providers,
+// git hosting, package registries, GitHub).
 func terminalSettings(cfg TerminalConfig, workdir string) (*settings.Settings, error) {
 	home := cfg.home()
 	allowed := cfg.AllowedDomains
@@ -82,6 +114,11 @@ func terminalSettings(cfg TerminalConfig, workdir string) (*settings.Settings, e
 	denied := cfg.DeniedDomains
 	if denied == nil {
 		denied = DefaultTerminalDeniedDomains()
+	}
+	denied = append(append([]string{}, denied...), cfg.SelfDeny...)
+	mode := cfg.networkMode("")
+	if !ValidTerminalNetwork(mode) {
+		return nil, fmt.Errorf("terminal network %q: want open or baseline", mode)
 	}
 	deny := []string{}
 	for _, d := range TerminalDenyRead {
@@ -101,7 +138,12 @@ func terminalSettings(cfg TerminalConfig, workdir string) (*settings.Settings, e
 		return nil, err
 	}
 	// Through the settings parser, so the profile is checked like a file.
-	return settings.Parse(b, "terminal profile")
+	st, err := settings.Parse(b, "terminal profile")
+	if err != nil {
+		return nil, err
+	}
+	st.Network.AllowAllDomains = mode == api.TerminalNetworkOpen
+	return st, nil
 }
 
 // sanitizedEnv is a terminal's environment: srtd's own variables through

@@ -41,6 +41,7 @@ import (
 type terminal struct {
 	id      string
 	backend port.Backend
+	network api.TerminalNetwork
 	cwd     string
 	proc    termProc
 	details map[string]any
@@ -75,7 +76,7 @@ type termProc interface {
 func (t *terminal) kill() { t.killOnce.Do(t.proc.kill) }
 
 func (t *terminal) info() api.TerminalInfo {
-	ti := api.TerminalInfo{ID: t.id, Backend: t.backend, State: api.TerminalRunning, Pid: t.proc.pid(), Cwd: t.cwd,
+	ti := api.TerminalInfo{ID: t.id, Backend: t.backend, Network: t.network, State: api.TerminalRunning, Pid: t.proc.pid(), Cwd: t.cwd,
 		WebSocket: "/v1/terminals/" + t.id + "/ws", Details: t.details}
 	select {
 	case <-t.exited:
@@ -120,6 +121,10 @@ func (s *Server) newTerminal(w http.ResponseWriter, r *http.Request) {
 	}
 	if backend == "" {
 		backend = port.BackendNone // a terminal's default is the host shell
+	}
+	network, ok := terminalNetwork(w, backend, s.cfg.Terminal, req.Network)
+	if !ok {
+		return
 	}
 	if req.Cols == 0 {
 		req.Cols = 80
@@ -167,7 +172,9 @@ func (s *Server) newTerminal(w http.ResponseWriter, r *http.Request) {
 	if backend == port.BackendMicroVM {
 		proc, details, err = s.startMicroVMTerminal(id, req.Cwd, env, req.Cols, req.Rows)
 	} else {
-		proc, err = startTerminal(s.stop, backend, s.cfg.Terminal, req.Cwd, env, req.Cols, req.Rows)
+		tcfg := s.cfg.Terminal
+		tcfg.Network = network
+		proc, err = startTerminal(s.stop, backend, tcfg, req.Cwd, env, req.Cols, req.Rows)
 	}
 	if err != nil {
 		s.mu.Lock()
@@ -182,7 +189,7 @@ func (s *Server) newTerminal(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "backend", "terminal on backend %s: %v", backend, err)
 		return
 	}
-	t := &terminal{id: id, backend: backend, cwd: req.Cwd, proc: proc, details: details, exited: make(chan struct{})}
+	t := &terminal{id: id, backend: backend, network: network, cwd: req.Cwd, proc: proc, details: details, exited: make(chan struct{})}
 	s.mu.Lock()
 	s.terminals[id] = t
 	closed := s.closed
@@ -200,8 +207,37 @@ func (s *Server) newTerminal(w http.ResponseWriter, r *http.Request) {
 			s.endTerminal(t)
 		}
 	})
-	s.log.Info("terminal", "id", id, "backend", string(backend))
+	s.log.Info("terminal", "id", id, "backend", string(backend), "network", string(network))
 	writeJSON(w, http.StatusCreated, t.info())
+}
+
+// terminalNetwork is the network mode a terminal on backend gets for a
+// request asking for req (empty: cfg's default), or a 400 written to w.
+// A native shell has either mode; a microvm shell's proxies take
+// allow-lists only, so it is baseline; a host shell is on the host's
+// network. A mode a backend cannot give is refused, never narrowed or
+// widened in silence — except the default, which a microvm or host
+// shell simply does not apply (the answer says what is in force).
+func terminalNetwork(w http.ResponseWriter, backend port.Backend, cfg TerminalConfig, req api.TerminalNetwork) (api.TerminalNetwork, bool) {
+	if req != "" && !ValidTerminalNetwork(req) {
+		writeError(w, http.StatusBadRequest, "network", "network %q: want open or baseline", req)
+		return "", false
+	}
+	switch backend {
+	case port.BackendNone:
+		if req == api.TerminalNetworkBaseline {
+			writeError(w, http.StatusBadRequest, "network", "network baseline needs a sandboxed terminal (backend native or microvm): a host shell (backend none) is on the host's network")
+			return "", false
+		}
+		return api.TerminalNetworkHost, true
+	case port.BackendMicroVM:
+		if req == api.TerminalNetworkOpen {
+			writeError(w, http.StatusBadRequest, "network", "network open is offered on backend native only: a microvm terminal's proxies enforce its allow-list (baseline)")
+			return "", false
+		}
+		return api.TerminalNetworkBaseline, true
+	}
+	return cfg.networkMode(req), true
 }
 
 // endTerminal kills t, and releases its PTY unless a WebSocket owns it.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -59,8 +60,9 @@ func (s *Server) startMicroVMTerminal(id, cwd string, env []string, cols, rows i
 		GuestWorkdir:   cwd,
 		Mode:           port.ModeChat,
 	}
-	// "Network open" is the terminal's allow-list (terminalSettings):
-	// the port's baseline unless the operator configured another.
+	// A microvm terminal's network is its allow-list (terminalNetwork:
+	// baseline only): the port's lists unless the operator configured
+	// others, srtd's own addresses denied either way.
 	var egress *port.EgressLists
 	if s.cfg.Terminal.AllowedDomains != nil || s.cfg.Terminal.DeniedDomains != nil {
 		eg := port.EgressLists{Allowed: s.cfg.Terminal.AllowedDomains, Denied: s.cfg.Terminal.DeniedDomains}
@@ -70,6 +72,7 @@ func (s *Server) startMicroVMTerminal(id, cwd string, env []string, cols, rows i
 		if eg.Denied == nil {
 			eg.Denied = DefaultTerminalDeniedDomains()
 		}
+		eg.Denied = append(slices.Clone(eg.Denied), s.cfg.Terminal.SelfDeny...)
 		egress = &eg
 	}
 	m, err := mp.LaunchMicroVM(s.stop, spec, egress)

@@ -87,6 +87,11 @@ type Network struct {
 	// SOCKSProxyPort, when non-zero, is a user-run SOCKS5 proxy on the
 	// host's loopback used instead of srt's own.
 	SOCKSProxyPort int `json:"socksProxyPort,omitempty"`
+	// AllowAllDomains allows every host name, DeniedDomains and the rest
+	// of the guards still winning (netrule.Rules.AllowAll). It has no
+	// settings-file key, on purpose: only a library caller sets it
+	// (srtd's terminal profile, "network open").
+	AllowAllDomains bool `json:"-"`
 }
 
 // Filesystem is the "filesystem" object.

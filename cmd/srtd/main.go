@@ -37,6 +37,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/srt-go/srt/api"
 	"github.com/srt-go/srt/microvm/guest"
 	"github.com/srt-go/srt/port"
 	"github.com/srt-go/srt/sandbox"
@@ -95,6 +96,7 @@ func serve(args []string, stderr io.Writer) error {
 	nameGlobs := fs.String("name-glob-write-denies", "standard", "launch policy's file-name glob write-denies: standard (.env, *.key, *.pem, refused when created; where the host cannot, a launch with a writable path fails closed) or none")
 	bwrap := fs.String("bwrap", "", "bubblewrap's absolute path; default bwrap in PATH")
 	microvmFlag := fs.String("microvm", "", "auto (probe the microvm backend with a test boot at start-up) or off; default $SRTD_MICROVM, else auto")
+	termNet := fs.String("terminal-network", "open", "a native terminal's egress when its request names none: open (every host name; the deny list, cloud metadata and srtd's own addresses still refused; seed 000) or baseline (the launch allow-list)")
 	debug := fs.Bool("debug", false, "debug log lines")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -128,6 +130,9 @@ func serve(args []string, stderr io.Writer) error {
 	}
 	if *nameGlobs != "standard" && *nameGlobs != "none" {
 		return usageError{fmt.Errorf("--name-glob-write-denies %q: want standard or none", *nameGlobs)}
+	}
+	if !server.ValidTerminalNetwork(api.TerminalNetwork(*termNet)) {
+		return usageError{fmt.Errorf("--terminal-network %q: want open or baseline", *termNet)}
 	}
 	if err := checkLoopback(*addr, *nonLoopback); err != nil {
 		return usageError{err}
@@ -171,7 +176,7 @@ func serve(args []string, stderr io.Writer) error {
 	if !pr.MicroVMAvailable {
 		vmNote = "unavailable: " + pr.MicroVMNote
 	}
-	lg.Info(port.StartupLine(pr, sandboxOn), "microvm", vmNote)
+	lg.Info(port.StartupLine(pr, sandboxOn), "microvm", vmNote, "terminalNetwork", *termNet)
 
 	token, err := writeToken(*tokenFile)
 	if err != nil {
@@ -182,6 +187,7 @@ func serve(args []string, stderr io.Writer) error {
 	srv, err := server.New(server.Config{
 		Port: pt, Token: token, TokenFile: *tokenFile, Logger: lg,
 		MaxBodyBytes: *maxBody, MaxExecs: *maxExecs, MaxTerminals: *maxTerminals,
+		Terminal: server.TerminalConfig{Network: api.TerminalNetwork(*termNet), SelfDeny: selfAddresses(ln.Addr())},
 	})
 	if err != nil {
 		return err
