@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/srt-go/srt/policy"
 )
@@ -34,6 +35,11 @@ type Spec struct {
 	// Egress names the session's proxy pair; the domain allow-list is the
 	// proxies' business, not the profile's.
 	Egress Egress `json:"egress"`
+	// DenyWriteNames are file-name globs (".env", "*.key"; one with a
+	// "/" is a whole-path glob) never writable nor creatable at any depth,
+	// like the mandatory names: the port's launch policy
+	// (port.StandardNameGlobWriteDenies).
+	DenyWriteNames []string `json:"-"`
 
 	// Home is the home directory the secret paths are under. Required.
 	Home string `json:"-"`
@@ -120,7 +126,8 @@ const dnsSocket = "/private/var/run/mDNSResponder"
 //     writable bind mounts (mode chat only), runnerStateDirs, TmpDir,
 //     the standard devices.
 //  4. Then, after every write allow, the write denies that hold even
-//     inside a writable root: the mandatory names at any depth,
+//     inside a writable root: the mandatory names and DenyWriteNames at
+//     any depth,
 //     protectedPaths, the secret paths; and file-write-unlink on their
 //     ancestors, so a rename cannot get around them.
 //  5. process-exec denied for DangerousBinaries, and for anything in a
@@ -186,6 +193,13 @@ func AgentProfile(spec Spec) (string, error) {
 	for _, m := range policy.MandatoryGlobs(false) {
 		pats = append(pats, m)
 		unlink.addGlob(m)
+	}
+	for _, g := range spec.DenyWriteNames {
+		if !strings.Contains(g, "/") {
+			g = "**/" + g
+		}
+		pats = append(pats, g)
+		unlink.addGlob(g)
 	}
 	w.rule(false, "file-write*", w.globRegexes(pats, true), true)
 	var deny []string
