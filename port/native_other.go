@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux && !darwin
 
 package port
 
@@ -8,9 +8,10 @@ import (
 	"runtime"
 )
 
-// launchNative: the native backend is wired on Linux only so far; on
-// macOS the Seatbelt launcher is still to come. The probe may say
-// available; a launch fails loudly rather than run unsandboxed.
+// launchNative: the native backend is wired on Linux (bubblewrap,
+// native_linux.go) and macOS (Seatbelt, native_darwin.go) only. Elsewhere
+// the probe says unavailable; a launch fails loudly rather than run
+// unsandboxed.
 func launchNative(ctx context.Context, rt *Runtime, s *session) (runner, error) {
-	return nil, fmt.Errorf("%w: the native backend is not wired on %s yet", ErrBackendUnavailable, runtime.GOOS)
+	return nil, fmt.Errorf("%w: the native backend is not offered on %s", ErrBackendUnavailable, runtime.GOOS)
 }

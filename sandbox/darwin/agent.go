@@ -11,8 +11,8 @@ import (
 )
 
 // Spec is the part of seed 000's SandboxSpec ("SandboxSpec") that the
-// agent profile is generated from, with the seed's field names. The
-// future srtd port fills it at each launch.
+// agent profile is generated from, with the seed's field names. srtd's
+// port fills it at each launch (port/seatbelt.go).
 type Spec struct {
 	// BindMounts are the host paths the agent works on. With the native
 	// backend GuestPath equals HostPath; the profile uses HostPath.
