@@ -56,6 +56,10 @@ type startError struct {
 
 func (e *startError) Error() string { return e.msg }
 
+// teardownTimeout bounds the teardown of a runner whose session was
+// destroyed while it started (nobody's ctx is left to bound it).
+const teardownTimeout = 30 * time.Second
+
 // exitGrace is how long an exec's output is still read after its process
 // ended, for a background process that keeps the pipes open.
 const exitGrace = 2 * time.Second
@@ -107,7 +111,7 @@ func (s *session) started(r runner, err error) {
 	if s.state != StateCreated {
 		s.mu.Unlock()
 		if r != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), teardownTimeout)
 			defer cancel()
 			if derr := r.destroy(ctx); derr != nil {
 				s.rt.log.Error("tearing down a sandbox destroyed while it started", "session", s.id, "err", derr)
