@@ -284,14 +284,16 @@ type Port interface {
 	// error; only the default falls back to native, with a log line. The
 	// errors are typed (see HTTPStatus): a *SpecError, ErrSessionExists,
 	// ErrTooManySessions, ErrClosed, ErrBackendUnavailable (with
-	// ErrSandboxDisabled under --sandbox off), ErrUnenforceable.
+	// ErrSandboxDisabled under --sandbox off), ErrUnenforceable. It
+	// returns once the sandbox is warm; a start that fails leaves none.
 	Launch(ctx context.Context, spec Spec, backend Backend) (Sandbox, error)
-	// Start is Launch without the wait: the same checks, with the same
-	// errors, are made before it returns, and the sandbox comes back in
-	// StateCreated; its backend starts in the background, bounded by
-	// ctx, and it moves to StateWarm, or to StateError with Handle.Error
-	// set (an unenforceable policy or a backend that fails to start is
-	// found then), where it stays until Destroy. Destroy while created
+	// Start is Launch without the wait. The spec, the backend, the id and
+	// the session limit are checked before it returns, with Launch's
+	// errors, and the sandbox comes back in StateCreated, already seen by
+	// Lookup; its backend starts in the background, bounded by ctx, and
+	// it moves to StateWarm, or to StateError with Handle.Error set (what
+	// only the start finds: an unenforceable policy, a backend that does
+	// not start), where it stays until Destroy. Destroy while created
 	// cancels the start and leaves nothing behind.
 	Start(ctx context.Context, spec Spec, backend Backend) (Sandbox, error)
 	// Lookup returns the sandbox named id that is not destroyed, starting
