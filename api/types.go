@@ -31,8 +31,8 @@ type (
 	Handle = port.Handle
 	// State is Handle.State, seed 000's SandboxState.
 	State = port.State
-	// Event is one server-sent event of POST /v1/sandboxes/{id}/exec (the
-	// "data:" line, as JSON).
+	// Event is one server-sent event of POST /v1/sandboxes/{id}/exec and
+	// of GET /v1/sandboxes/{id}/events (the "data:" line, as JSON).
 	Event = port.Event
 	// EventType is Event.Type, also the SSE "event:" line.
 	EventType = port.EventType
@@ -52,7 +52,8 @@ type Health struct {
 // a bad request (Field names the field), 401 a missing or bad token, 403 a
 // refused Host or Origin, 404 an unknown session or terminal, 409 an
 // illegal state transition or a conflict, 413 a body over the limit, 422
-// a policy the backend cannot enforce, 429 a limit reached, 503 a backend
+// a policy the backend cannot enforce, 429 a limit reached (sessions,
+// execs, terminals, subscribers to one sandbox's events), 503 a backend
 // this host cannot run or srtd shutting down.
 type Error struct {
 	Error string `json:"error"`
@@ -75,6 +76,23 @@ type LaunchRequest struct {
 	// that cannot run here is an error (503, or 409 with --sandbox off),
 	// never a fallback; any other value is a 400.
 	Backend Backend `json:"backend,omitempty"`
+	// Wait false answers at once, 202 with the handle in state created,
+	// while the backend starts in the background: GET shows created, then
+	// warm, or error with the handle's error set (a failure found while
+	// starting: a policy the backend cannot enforce, a sandbox that does
+	// not start), which stays until DELETE. Absent, null or true: the
+	// answer waits for warm (201), and such a failure is the error
+	// answer, leaving no sandbox. Either way the spec, the backend, the
+	// id and the session limit are checked before the answer.
+	Wait *bool `json:"wait,omitempty"`
+}
+
+// PatchRequest is the body of PATCH /v1/sandboxes/{sessionId}: it
+// re-binds the agent of a live sandbox (port.AgentBinder). AgentID is
+// required and checked like Spec.AgentID ("" unbinds); any other member
+// is a 400 naming it, since a live sandbox's policy cannot change.
+type PatchRequest struct {
+	AgentID *string `json:"agentId"`
 }
 
 // ExecRequest is the body of POST /v1/sandboxes/{sessionId}/exec: one

@@ -54,7 +54,7 @@ func TestTypesMatchOpenAPI(t *testing.T) {
 		"Health": Health{}, "Error": Error{}, "Probe": Probe{}, "BindMount": BindMount{},
 		"LaunchRequest": LaunchRequest{}, "Handle": Handle{}, "ExecRequest": ExecRequest{},
 		"Violation": Violation{}, "Event": Event{}, "TerminalRequest": TerminalRequest{},
-		"TerminalInfo": TerminalInfo{},
+		"TerminalInfo": TerminalInfo{}, "SandboxEvent": Event{}, "PatchRequest": PatchRequest{},
 	} {
 		s, ok := doc.Components.Schemas[name]
 		if !ok {

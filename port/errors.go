@@ -83,6 +83,7 @@ var ErrUnknownExec = errors.New("no such exec")
 //	ErrSandboxDisabled     409, "backend"
 //	ErrUnenforceable       422
 //	ErrTooManySessions     429
+//	ErrTooManySubscribers  429
 //	ErrBackendUnavailable  503, "backend"
 //	ErrClosed              503
 //	anything else          500
@@ -99,7 +100,7 @@ func HTTPStatus(err error) (status int, field string) {
 		return http.StatusConflict, "backend"
 	case errors.Is(err, ErrUnenforceable):
 		return http.StatusUnprocessableEntity, ""
-	case errors.Is(err, ErrTooManySessions):
+	case errors.Is(err, ErrTooManySessions), errors.Is(err, ErrTooManySubscribers):
 		return http.StatusTooManyRequests, ""
 	case errors.Is(err, ErrBackendUnavailable):
 		return http.StatusServiceUnavailable, "backend"

@@ -114,13 +114,24 @@ const (
 
 // Handle is seed 000's SandboxHandle: what a launch returns. Backend is
 // the backend the session really runs on, never the one asked for.
+//
+// WorkspaceID, AgentID, Mode, BindMounts and NetworkEnabled are what the
+// Spec said, as launched: Mode with its default (chat), BindMounts as
+// effective (guestPath filled in; readOnly true where the bind said so or
+// the mode makes every bind read-only), AgentID as last re-bound
+// (AgentBinder). Details["mode"] repeats Mode for older clients.
 type Handle struct {
-	SessionID string            `json:"sessionId"`
-	Backend   Backend           `json:"backend"`
-	State     State             `json:"state"`
-	Error     string            `json:"error,omitempty"`
-	Details   map[string]any    `json:"details,omitempty"`
-	Labels    map[string]string `json:"labels,omitempty"`
+	SessionID      string            `json:"sessionId"`
+	WorkspaceID    string            `json:"workspaceId,omitempty"`
+	AgentID        string            `json:"agentId,omitempty"`
+	Backend        Backend           `json:"backend"`
+	State          State             `json:"state"`
+	Error          string            `json:"error,omitempty"`
+	Mode           Mode              `json:"mode"`
+	BindMounts     []BindMount       `json:"bindMounts"`
+	NetworkEnabled bool              `json:"networkEnabled"`
+	Details        map[string]any    `json:"details,omitempty"`
+	Labels         map[string]string `json:"labels,omitempty"`
 }
 
 // Violation is seed 000's SandboxViolation: action, target and raw,
@@ -129,11 +140,14 @@ type Handle struct {
 // (proxies, seccomp supervisor, Seatbelt log) reports.
 type Violation = violation.Violation
 
-// EventType names an exec event (seed 000, "Événements du bac à sable").
-// It is microvm.EventType, declared once in the lower package.
+// EventType names an exec or sandbox event (seed 000, "Événements du bac
+// à sable"). It is microvm.EventType, declared once in the lower package.
 type EventType = microvm.EventType
 
-// The event types.
+// The event types of an exec's stream (seed 000). starting, ready,
+// violation, exit and killed are also events of the sandbox's stream
+// (EventSubscriber): starting when the launch begins, ready when the
+// sandbox is warm, and each exec's exit or killed, with its ExecID.
 const (
 	EventStarting  = microvm.EventStarting
 	EventReady     = microvm.EventReady
@@ -144,11 +158,34 @@ const (
 	EventViolation = microvm.EventViolation
 )
 
-// Event is one item of an exec's stream. Events of one exec are delivered
-// in order and none is dropped.
+// The event types of the sandbox's stream only (EventSubscriber), added
+// for srtd: the seed names none for these state changes.
+const (
+	// EventSuspended: Suspend froze the sandbox.
+	EventSuspended EventType = "suspended"
+	// EventResumed: Resume thawed it.
+	EventResumed EventType = "resumed"
+	// EventError: the backend failed (the launch, or the sandbox died);
+	// Error says why. Only destroyed follows.
+	EventError EventType = "error"
+	// EventDestroyed: Destroy ran. Always the last event: the stream ends.
+	EventDestroyed EventType = "destroyed"
+	// EventAgent: the sandbox was re-bound to AgentID (AgentBinder).
+	EventAgent EventType = "agent"
+	// EventLost: this subscriber missed Lost events (it fell
+	// SubscriberBuffer behind, or asked for events older than
+	// HistoryLimit). Seq is the last event it received before the gap.
+	// A lost event that is not the first of a stream is its last.
+	EventLost EventType = "lost"
+)
+
+// Event is one item of an exec's stream or of a sandbox's. Events of one
+// exec are delivered in order and none is dropped; a sandbox's are
+// delivered in order, and a gap is always a lost event.
 type Event struct {
 	Type EventType `json:"type"`
-	// Seq numbers the events of one exec from 1.
+	// Seq numbers the events of one exec from 1, or those of one sandbox
+	// from 1 (the sandbox's stream has its own numbering).
 	Seq  uint64    `json:"seq"`
 	Time time.Time `json:"time"`
 	// Data is the bytes of a stdout or stderr event.
@@ -158,12 +195,22 @@ type Event struct {
 	// Reason is set on killed: "oom", "timeout" or "manual".
 	Reason    string     `json:"reason,omitempty"`
 	Violation *Violation `json:"violation,omitempty"`
-	// ExecID is set on starting and ready: the id that Kill and Signal
-	// (see ExecController) take. Added for srtd; unique per sandbox.
+	// ExecID is set on an exec's starting and ready: the id that Kill and
+	// Signal (see ExecController) take. Added for srtd; unique per
+	// sandbox. On the sandbox's stream it is set on exit and killed, and
+	// on violation when exactly one exec was running (the one whose
+	// stream shows it too); the sandbox's own starting and ready have
+	// none.
 	ExecID string `json:"execId,omitempty"`
 	// Pid is set on ready: the command's pid as the sandbox sees it
 	// (inside the native sandbox's PID namespace).
 	Pid int `json:"pid,omitempty"`
+	// Error is set on error: why the backend failed.
+	Error string `json:"error,omitempty"`
+	// AgentID is set on agent: the agent now bound (absent: none).
+	AgentID string `json:"agentId,omitempty"`
+	// Lost is set on lost: how many events the subscriber missed.
+	Lost uint64 `json:"lost,omitempty"`
 }
 
 // ExecRequest runs one command in a warm sandbox.
@@ -202,6 +249,32 @@ type Sandbox interface {
 	Destroy(ctx context.Context) error
 }
 
+// EventSubscriber is implemented by every Sandbox the port returns: the
+// sandbox's own event stream, besides each exec's. Its events are
+// starting, ready, violation, each exec's exit and killed (with ExecID;
+// killed with Reason), suspended, resumed, error, agent and, last,
+// destroyed; Seq numbers them from 1 per sandbox.
+type EventSubscriber interface {
+	// Subscribe returns the events with Seq > afterSeq (0: from the
+	// first), in order: first those still kept (the last HistoryLimit;
+	// older ones missed are one lost event), then the live ones. The
+	// channel is closed after destroyed, when ctx ends, or after a lost
+	// event that ends a subscriber SubscriberBuffer events behind (resume
+	// with afterSeq = that event's Seq). Publishing never waits for a
+	// subscriber. Errors: ErrTooManySubscribers at MaxSubscribers.
+	Subscribe(ctx context.Context, afterSeq uint64) (<-chan Event, error)
+}
+
+// AgentBinder is implemented by every Sandbox the port returns: it
+// re-binds the agent of a live sandbox (its policy stays as launched).
+type AgentBinder interface {
+	// SetAgent sets Handle.AgentID and publishes an agent event. agentID
+	// is checked like Spec.AgentID ("" unbinds): a bad one is a
+	// *SpecError for "agentId"; a destroyed sandbox wraps
+	// ErrIllegalTransition.
+	SetAgent(agentID string) error
+}
+
 // Port launches sandboxes on the backends this host offers and keeps the
 // one registry of the live ones (srtd keeps none of its own).
 type Port interface {
@@ -211,14 +284,25 @@ type Port interface {
 	// error; only the default falls back to native, with a log line. The
 	// errors are typed (see HTTPStatus): a *SpecError, ErrSessionExists,
 	// ErrTooManySessions, ErrClosed, ErrBackendUnavailable (with
-	// ErrSandboxDisabled under --sandbox off), ErrUnenforceable.
+	// ErrSandboxDisabled under --sandbox off), ErrUnenforceable. It
+	// returns once the sandbox is warm; a start that fails leaves none.
 	Launch(ctx context.Context, spec Spec, backend Backend) (Sandbox, error)
-	// Lookup returns the live sandbox named id: launched (Launch has
-	// returned it) and not destroyed.
+	// Start is Launch without the wait. The spec, the backend, the id and
+	// the session limit are checked before it returns, with Launch's
+	// errors, and the sandbox comes back in StateCreated, already seen by
+	// Lookup; its backend starts in the background, bounded by ctx, and
+	// it moves to StateWarm, or to StateError with Handle.Error set (what
+	// only the start finds: an unenforceable policy, a backend that does
+	// not start), where it stays until Destroy. Destroy while created
+	// cancels the start and leaves nothing behind.
+	Start(ctx context.Context, spec Spec, backend Backend) (Sandbox, error)
+	// Lookup returns the sandbox named id that is not destroyed, starting
+	// (StateCreated) and failed (StateError) ones included.
 	Lookup(id string) (Sandbox, bool)
-	// List returns the live sandboxes, in no particular order.
+	// List returns the sandboxes Lookup finds, in no particular order.
 	List() []Sandbox
 	// Close refuses every later launch (ErrClosed), including those in
-	// progress, and destroys every live sandbox. ctx bounds the destroys.
+	// progress, and destroys every sandbox Lookup finds (those still
+	// starting too). ctx bounds the destroys.
 	Close(ctx context.Context) error
 }

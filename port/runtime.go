@@ -90,10 +90,11 @@ type Runtime struct {
 	nameGlobs []string
 
 	mu sync.Mutex // guards the fields below
-	// sessions are the live (not destroyed) sandboxes by id; a nil value
-	// is an id reserved by a launch in progress. Reserved ids count
-	// against MaxSessions and make a second launch of the id fail, but
-	// Lookup, List and Close do not see them.
+	// sessions are the sandboxes not destroyed by id, those still
+	// starting (StateCreated) included; a nil value is an id reserved by
+	// the launch of an external microVM backend's sandbox in progress.
+	// Every entry counts against MaxSessions and makes a second launch of
+	// the id fail, but Lookup, List and Close do not see nil ones.
 	sessions map[string]Sandbox
 	// closed is set by Close: every later launch is ErrClosed.
 	closed bool
@@ -191,8 +192,8 @@ func (rt *Runtime) SandboxOn() bool { return rt.opts.Sandbox != SandboxOff }
 // StartupLine is StartupLine for this port's probe and setting.
 func (rt *Runtime) StartupLine() string { return StartupLine(rt.probe, rt.SandboxOn()) }
 
-// Lookup implements Port: the live sandbox named id, not one still
-// launching.
+// Lookup implements Port: the sandbox named id, not destroyed (starting
+// or failed ones too).
 func (rt *Runtime) Lookup(id string) (Sandbox, bool) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
@@ -214,8 +215,10 @@ func (rt *Runtime) List() []Sandbox {
 }
 
 // Close implements Port: it refuses later launches, then destroys every
-// live sandbox, in parallel, and returns their errors joined. A launch in
-// progress destroys its own sandbox when it ends (ErrClosed).
+// sandbox, in parallel, those still starting too (Destroy cancels their
+// start), and returns their errors joined. A Launch waiting for its
+// sandbox then returns ErrClosed, as does the launch of an external
+// microVM backend's sandbox, which destroys it when it ends.
 func (rt *Runtime) Close(ctx context.Context) error {
 	rt.mu.Lock()
 	rt.closed = true
@@ -234,9 +237,10 @@ func (rt *Runtime) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// reserve claims id for a launch: ErrClosed after Close, ErrSessionExists
-// for an id live or launching, ErrTooManySessions at MaxSessions.
-func (rt *Runtime) reserve(id string) error {
+// reserve claims id for sb (nil: a reservation publish fills in later):
+// ErrClosed after Close, ErrSessionExists for an id live or launching,
+// ErrTooManySessions at MaxSessions.
+func (rt *Runtime) reserve(id string, sb Sandbox) error {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	switch _, taken := rt.sessions[id]; {
@@ -247,7 +251,7 @@ func (rt *Runtime) reserve(id string) error {
 	case len(rt.sessions) >= rt.opts.MaxSessions:
 		return fmt.Errorf("%w (%d)", ErrTooManySessions, rt.opts.MaxSessions)
 	}
-	rt.sessions[id] = nil
+	rt.sessions[id] = sb
 	return nil
 }
 
@@ -281,31 +285,6 @@ func (rt *Runtime) forget(id string, sb Sandbox) {
 	if rt.sessions[id] == sb {
 		delete(rt.sessions, id)
 	}
-}
-
-// foreignSandbox is a sandbox of an external MicroVMLauncher (one that
-// keeps its own sessions), registered like the port's own: its Destroy
-// also forgets it.
-type foreignSandbox struct {
-	Sandbox
-	rt *Runtime
-	id string
-}
-
-// Exec implements Sandbox: the request is checked here, as for the
-// port's own sessions, whatever the launcher checks.
-func (f *foreignSandbox) Exec(ctx context.Context, req ExecRequest) (<-chan Event, error) {
-	if err := CheckExec(req); err != nil {
-		return nil, err
-	}
-	return f.Sandbox.Exec(ctx, req)
-}
-
-// Destroy implements Sandbox.
-func (f *foreignSandbox) Destroy(ctx context.Context) error {
-	err := f.Sandbox.Destroy(ctx)
-	f.rt.forget(f.id, f)
-	return err
 }
 
 // Choose returns the backend a launch asking for requested runs on, or an
@@ -366,12 +345,52 @@ func (rt *Runtime) Choose(requested Backend) (Backend, error) {
 	return BackendNative, nil
 }
 
-// Launch implements Port. It validates spec (a *SpecError), chooses the
-// backend (see Choose), reserves the session id (see Port.Launch for the
-// errors), and starts the sandbox; it returns once the sandbox is warm.
-// ctx bounds the start only. The Handle's Backend is the backend that
+// Launch implements Port: Start, then the wait for the sandbox to be
+// warm. ctx bounds the start only. A start that fails returns its error
+// (typed: ErrUnenforceable, ErrBackendUnavailable, ...) and leaves no
+// sandbox; a sandbox destroyed while starting is ErrClosed after Close,
+// else a *TransitionError. The Handle's Backend is the backend that
 // really runs.
 func (rt *Runtime) Launch(ctx context.Context, spec Spec, backend Backend) (Sandbox, error) {
+	sb, err := rt.Start(ctx, spec, backend)
+	if err != nil {
+		return nil, err
+	}
+	s, ok := sb.(*session)
+	if !ok {
+		return sb, nil // an external microVM backend's: started already
+	}
+	<-s.bootDone // ctx bounds the start itself
+	s.mu.Lock()
+	st, bootErr := s.state, s.bootErr
+	s.mu.Unlock()
+	switch st {
+	case StateError:
+		s.Destroy(context.WithoutCancel(ctx))
+		if bootErr == nil {
+			bootErr = fmt.Errorf("sandbox %q failed: %s", spec.SessionID, s.Handle().Error)
+		}
+		return nil, bootErr
+	case StateDestroyed:
+		rt.mu.Lock()
+		closed := rt.closed
+		rt.mu.Unlock()
+		if closed {
+			return nil, ErrClosed
+		}
+		return nil, fmt.Errorf("sandbox %q destroyed while starting: %w", spec.SessionID, &TransitionError{From: StateDestroyed, To: StateWarm})
+	}
+	return s, nil
+}
+
+// Start implements Port. It validates spec (a *SpecError), chooses the
+// backend (see Choose) and reserves the session id (see Port.Launch for
+// the errors) before it returns; the sandbox, registered at once in
+// StateCreated, then starts in the background (see boot). A sandbox of an
+// external microVM backend (an Options.MicroVM that is not the port's
+// own) cannot be observed while it starts: Start launches it before
+// returning, as Launch.
+func (rt *Runtime) Start(ctx context.Context, spec Spec, backend Backend) (Sandbox, error) {
 	if err := Validate(spec); err != nil {
 		return nil, err
 	}
@@ -380,46 +399,41 @@ func (rt *Runtime) Launch(ctx context.Context, spec Spec, backend Backend) (Sand
 	if err != nil {
 		return nil, err
 	}
-	if err := rt.reserve(spec.SessionID); err != nil {
-		return nil, err
+	if _, own := rt.opts.MicroVM.(microVMRunner); b == BackendMicroVM && !own {
+		return rt.launchForeign(ctx, spec)
 	}
 	s := newSession(rt, spec, b)
+	bootCtx, cancel := context.WithCancel(ctx)
+	s.bootCancel, s.bootDone = cancel, make(chan struct{})
+	if err := rt.reserve(spec.SessionID, s); err != nil {
+		cancel()
+		return nil, err
+	}
+	go rt.boot(bootCtx, cancel, s)
+	return s, nil
+}
 
-	var sb Sandbox = s
-	switch b {
+// boot starts s's backend: it runs in its own goroutine, ends with
+// s.started and closes s.bootDone. ctx is cancelled by Destroy.
+func (rt *Runtime) boot(ctx context.Context, cancel context.CancelFunc, s *session) {
+	defer close(s.bootDone)
+	defer cancel()
+	var r runner
+	var err error
+	switch s.backend {
 	case BackendNone:
-		s.r, err = launchNone(spec)
+		r, err = launchNone(s.spec)
 	case BackendNative:
-		s.r, err = launchNative(ctx, rt, s)
+		r, err = launchNative(ctx, rt, s)
 	case BackendMicroVM:
-		if ml, ok := rt.opts.MicroVM.(microVMRunner); ok {
-			// The port's own microvm backend: the session is this port's,
-			// like native's.
-			s.r, err = ml.launchRunner(ctx, rt, s, rt.egressLists(spec))
-		} else {
-			sb, err = rt.opts.MicroVM.Launch(ctx, spec, rt.egressLists(spec))
-		}
+		// The port's own microvm backend: the session is this port's,
+		// like native's.
+		r, err = rt.opts.MicroVM.(microVMRunner).launchRunner(ctx, rt, s, rt.egressLists(s.spec))
 	}
-	if err != nil {
-		rt.release(spec.SessionID)
-		return nil, err
+	s.started(r, err)
+	if err == nil {
+		rt.log.Debug("sandbox launched", "session", s.id, "backend", string(s.backend))
 	}
-	if b == BackendMicroVM && s.r == nil {
-		// An external microVM backend keeps its own sessions.
-		sb = &foreignSandbox{Sandbox: sb, rt: rt, id: spec.SessionID}
-	} else {
-		s.mu.Lock()
-		s.setLocked(StateWarm)
-		s.mu.Unlock()
-	}
-	if err := rt.publish(spec.SessionID, sb); err != nil {
-		// Close started while this sandbox was starting: nobody would
-		// destroy it.
-		sb.Destroy(context.WithoutCancel(ctx))
-		return nil, err
-	}
-	rt.log.Debug("sandbox launched", "session", spec.SessionID, "backend", string(b))
-	return sb, nil
 }
 
 // microVMRunner is implemented by the port's own MicroVMLauncher

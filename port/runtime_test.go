@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -151,5 +152,73 @@ func TestCheckExec(t *testing.T) {
 		if err := CheckExec(c.req); !errors.As(err, &se) || se.Field != c.field {
 			t.Errorf("CheckExec(%+v) = %v; want a SpecError for %s", c.req, err, c.field)
 		}
+	}
+}
+
+// TestSandboxEvents: the sandbox's stream on the none backend: starting,
+// ready, an exec's exit with its execId, a violation reported while it
+// ran, suspended, resumed, agent, destroyed and the end; the handle
+// reports the spec (review mode makes the binds read-only).
+func TestSandboxEvents(t *testing.T) {
+	ctx := context.Background()
+	rt := noneRuntime(t, Options{})
+	dir := t.TempDir()
+	sb, err := rt.Launch(ctx, Spec{SessionID: "ev", WorkspaceID: "w", AgentID: "a", Mode: ModeReview, NetworkEnabled: true,
+		BindMounts: []BindMount{{HostPath: dir, GuestPath: "/work"}}}, BackendNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sb.Handle()
+	if h.WorkspaceID != "w" || h.AgentID != "a" || h.Mode != ModeReview || !h.NetworkEnabled ||
+		len(h.BindMounts) != 1 || !h.BindMounts[0].ReadOnly || h.BindMounts[0].GuestPath != "/work" || h.Details["mode"] != "review" {
+		t.Fatalf("handle %+v", h)
+	}
+	evs, err := sb.(EventSubscriber).Subscribe(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect := func(want EventType) Event {
+		t.Helper()
+		ev := next(t, evs)
+		if ev.Type != want {
+			t.Fatalf("event %+v, want %s", ev, want)
+		}
+		return ev
+	}
+	expect(EventStarting)
+	expect(EventReady)
+	ch, err := sb.Exec(ctx, ExecRequest{Argv: []string{"sh", "-c", "read x; exit 3"}, Stdin: strings.NewReader("go\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var execID string
+	for ev := range ch {
+		if ev.Type == EventReady {
+			execID = ev.ExecID
+			sb.(ViolationReporter).ReportViolation(Violation{Action: "network-outbound", Target: "x.example:443"})
+		}
+	}
+	if v := expect(EventViolation); v.ExecID != execID || v.Violation == nil || v.Violation.Target != "x.example:443" {
+		t.Errorf("violation %+v, want execId %s", v, execID)
+	}
+	if ev := expect(EventExit); ev.ExecID != execID || ev.ExitCode == nil || *ev.ExitCode != 3 {
+		t.Errorf("exit %+v, want execId %s code 3", ev, execID)
+	}
+	if err := sb.Suspend(ctx); err != nil {
+		t.Fatal(err)
+	}
+	expect(EventSuspended)
+	if err := sb.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	expect(EventResumed)
+	sb.(AgentBinder).SetAgent("b")
+	expect(EventAgent)
+	sb.Destroy(ctx)
+	if ev := expect(EventDestroyed); ev.Seq != 8 {
+		t.Errorf("destroyed has seq %d, want 8", ev.Seq)
+	}
+	if _, ok := <-evs; ok {
+		t.Error("stream goes on after destroyed")
 	}
 }

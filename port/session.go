@@ -56,6 +56,10 @@ type startError struct {
 
 func (e *startError) Error() string { return e.msg }
 
+// teardownTimeout bounds the teardown of a runner whose session was
+// destroyed while it started (nobody's ctx is left to bound it).
+const teardownTimeout = 30 * time.Second
+
 // exitGrace is how long an exec's output is still read after its process
 // ended, for a background process that keeps the pipes open.
 const exitGrace = 2 * time.Second
@@ -67,26 +71,76 @@ type session struct {
 	id      string
 	backend Backend
 	spec    Spec
-	r       runner // set once launched
+	r       runner // set once launched (under mu when Runtime.boot starts it)
+	// ev is the sandbox's event stream (EventSubscriber).
+	ev *eventLog
+	// bootCancel and bootDone are set by Runtime.Start before the session
+	// is registered: cancel ends the backend start, done is closed once
+	// it has ended (see started). Nil for a session started otherwise.
+	bootCancel context.CancelFunc
+	bootDone   chan struct{}
 
 	mu sync.Mutex // guards the fields below
-	// state is the SandboxState; err is set in StateError.
-	state State
-	err   string
+	// state is the SandboxState; err is set in StateError, and bootErr
+	// when the backend start failed (Launch returns it, typed).
+	state   State
+	err     string
+	bootErr error
+	// agent is Handle.AgentID: Spec.AgentID until SetAgent.
+	agent string
 	// execs are the running execs by id.
 	execs  map[string]*execRun
 	nextID uint64
 }
 
+// newSession returns a session in StateCreated whose stream starts with
+// its starting event.
 func newSession(rt *Runtime, spec Spec, b Backend) *session {
-	return &session{rt: rt, id: spec.SessionID, backend: b, spec: spec, state: StateCreated, execs: map[string]*execRun{}}
+	s := &session{rt: rt, id: spec.SessionID, backend: b, spec: spec, state: StateCreated, agent: spec.AgentID,
+		execs: map[string]*execRun{}, ev: newEventLog()}
+	s.ev.publish(Event{Type: EventStarting})
+	return s
+}
+
+// started ends a start run by Runtime.boot with its runner or its error:
+// created → warm with r, or created → error. A session destroyed
+// meanwhile tears r down here, so that Destroy (which waits for bootDone)
+// leaves nothing behind.
+func (s *session) started(r runner, err error) {
+	s.mu.Lock()
+	if s.state != StateCreated {
+		s.mu.Unlock()
+		if r != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), teardownTimeout)
+			defer cancel()
+			if derr := r.destroy(ctx); derr != nil {
+				s.rt.log.Error("tearing down a sandbox destroyed while it started", "session", s.id, "err", derr)
+			}
+		}
+		return
+	}
+	defer s.mu.Unlock()
+	if err != nil {
+		s.rt.log.Info("sandbox start failed", "session", s.id, "backend", string(s.backend), "err", err)
+		s.bootErr, s.err = err, err.Error()
+		s.setLocked(StateError)
+		return
+	}
+	s.r = r
+	s.setLocked(StateWarm)
 }
 
 // Handle implements Sandbox.
 func (s *session) Handle() Handle {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	h := Handle{SessionID: s.id, Backend: s.backend, State: s.state, Error: s.err}
+	h := Handle{SessionID: s.id, WorkspaceID: s.spec.WorkspaceID, AgentID: s.agent, Backend: s.backend,
+		State: s.state, Error: s.err, Mode: s.spec.Mode, NetworkEnabled: s.spec.NetworkEnabled,
+		BindMounts: make([]BindMount, len(s.spec.BindMounts))}
+	for i, b := range s.spec.BindMounts {
+		b.ReadOnly = b.ReadOnly || ReadOnlyMode(s.spec.Mode)
+		h.BindMounts[i] = b
+	}
 	if s.r != nil {
 		h.Details = maps.Clone(s.r.details())
 	}
@@ -98,7 +152,11 @@ func (s *session) Handle() Handle {
 	return h
 }
 
-// setLocked moves to state to, or returns a *TransitionError.
+// setLocked moves to state to, or returns a *TransitionError, and
+// publishes the change on the sandbox's stream: created → warm is ready,
+// → suspended is suspended, suspended → warm or active is resumed, →
+// error is error (with s.err); warm ⇄ active is no event. Destroy
+// publishes destroyed itself.
 func (s *session) setLocked(to State) error {
 	if s.state == to {
 		return nil
@@ -107,7 +165,18 @@ func (s *session) setLocked(to State) error {
 		return err
 	}
 	s.rt.log.Debug("sandbox state", "session", s.id, "backend", string(s.backend), "from", string(s.state), "to", string(to))
+	from := s.state
 	s.state = to
+	switch {
+	case from == StateCreated && to == StateWarm:
+		s.ev.publish(Event{Type: EventReady})
+	case to == StateSuspended:
+		s.ev.publish(Event{Type: EventSuspended})
+	case from == StateSuspended && (to == StateWarm || to == StateActive):
+		s.ev.publish(Event{Type: EventResumed})
+	case to == StateError:
+		s.ev.publish(Event{Type: EventError, Error: s.err})
+	}
 	return nil
 }
 
@@ -118,7 +187,28 @@ func (s *session) fail(err error) {
 	if s.state == StateDestroyed || s.state == StateError {
 		return
 	}
-	s.state, s.err = StateError, err.Error()
+	s.err = err.Error()
+	s.setLocked(StateError)
+}
+
+// Subscribe implements EventSubscriber.
+func (s *session) Subscribe(ctx context.Context, afterSeq uint64) (<-chan Event, error) {
+	return s.ev.subscribe(ctx, afterSeq)
+}
+
+// SetAgent implements AgentBinder.
+func (s *session) SetAgent(agentID string) error {
+	if err := checkID("agentId", agentID, false); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state == StateDestroyed {
+		return fmt.Errorf("%w: sandbox %q is destroyed", ErrIllegalTransition, s.id)
+	}
+	s.agent = agentID
+	s.ev.publish(Event{Type: EventAgent, AgentID: agentID})
+	return nil
 }
 
 // Exec implements Sandbox. Events: starting, ready (the command runs),
@@ -152,6 +242,12 @@ func (s *session) Exec(ctx context.Context, req ExecRequest) (<-chan Event, erro
 	s.nextID++
 	id := strconv.FormatUint(s.nextID, 10)
 	x := &execRun{id: id, s: s, q: newQueue(ctx), kill: make(chan string, 1), end: make(chan struct{})}
+	// The exec's end is an event of the sandbox's stream too, whatever
+	// the exec's reader does.
+	x.q.tee = func(ev Event) {
+		ev.ExecID = id
+		s.ev.publish(ev)
+	}
 	s.execs[id] = x
 	s.mu.Unlock()
 
@@ -268,10 +364,15 @@ func (s *session) ReportViolation(v Violation) {
 		v.Raw = v.Line()
 	}
 	s.mu.Lock()
+	sev := Event{Type: EventViolation, Violation: &v}
 	for _, x := range s.execs {
 		vv := v
 		x.q.push(Event{Type: EventViolation, Violation: &vv}, false)
+		if len(s.execs) == 1 {
+			sev.ExecID = x.id
+		}
 	}
+	s.ev.publish(sev)
 	s.mu.Unlock()
 	if f := s.rt.opts.OnViolation; f != nil {
 		f(s.id, v)
@@ -321,7 +422,9 @@ func (s *session) Resume(ctx context.Context) error {
 	return s.setLocked(to)
 }
 
-// Destroy implements Sandbox.
+// Destroy implements Sandbox. A session still starting has its start
+// cancelled and waited for (bounded by ctx): what the start made is torn
+// down before Destroy returns. destroyed is the stream's last event.
 func (s *session) Destroy(ctx context.Context) error {
 	s.mu.Lock()
 	if s.state == StateDestroyed {
@@ -334,12 +437,24 @@ func (s *session) Destroy(ctx context.Context) error {
 		execs = append(execs, x)
 	}
 	s.mu.Unlock()
+	var err error
+	if s.bootCancel != nil {
+		s.bootCancel()
+		select {
+		case <-s.bootDone:
+		case <-ctx.Done():
+			// The start's goroutine tears down whatever it made itself.
+			err = fmt.Errorf("destroy %q: waiting for its start to end: %w", s.id, ctx.Err())
+		}
+	}
 	for _, x := range execs {
 		x.stop("manual")
 	}
-	var err error
-	if s.r != nil {
-		err = s.r.destroy(ctx)
+	s.mu.Lock()
+	r := s.r
+	s.mu.Unlock()
+	if r != nil {
+		err = r.destroy(ctx)
 	}
 	for _, x := range execs {
 		select {
@@ -347,6 +462,7 @@ func (s *session) Destroy(ctx context.Context) error {
 		case <-ctx.Done():
 		}
 	}
+	s.ev.close(Event{Type: EventDestroyed})
 	s.rt.forget(s.id, s)
 	return err
 }
@@ -455,7 +571,10 @@ func (x *execRun) run(ctx context.Context, timeout time.Duration, outR, errR *os
 // on the command); other events never wait, so a violation source is
 // never blocked.
 type queue struct {
-	ch     chan Event
+	ch chan Event
+	// tee, when set, also receives the exit or killed event (before its
+	// Seq is set), even once the consumer is gone. It must not block.
+	tee    func(Event)
 	mu     sync.Mutex
 	cond   *sync.Cond
 	items  []Event
@@ -475,6 +594,9 @@ func newQueue(ctx context.Context) *queue {
 }
 
 func (q *queue) push(ev Event, bounded bool) {
+	if q.tee != nil && (ev.Type == EventExit || ev.Type == EventKilled) {
+		q.tee(ev)
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for bounded && q.bytes > queueLimit && !q.gone {

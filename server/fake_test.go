@@ -38,6 +38,35 @@ func newFakePort(available bool) *fakePort {
 
 func (f *fakePort) Probe() port.Probe { return f.probe }
 
+// Start is Launch with the handle in created; the sandbox is warm a
+// moment later, or, for an agentId of "fail", in error.
+func (f *fakePort) Start(ctx context.Context, spec port.Spec, b port.Backend) (port.Sandbox, error) {
+	sb, err := f.Launch(ctx, spec, b)
+	if err != nil {
+		return nil, err
+	}
+	fs := sb.(*fakeSandbox)
+	fs.mu.Lock()
+	fs.h.State = port.StateCreated
+	fs.mu.Unlock()
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		fs.mu.Lock()
+		defer fs.mu.Unlock()
+		if fs.h.State != port.StateCreated {
+			return
+		}
+		if spec.AgentID == "fail" {
+			fs.h.State, fs.h.Error = port.StateError, "fake start failure"
+			fs.publishLocked(port.Event{Type: port.EventError, Error: fs.h.Error})
+			return
+		}
+		fs.h.State = port.StateWarm
+		fs.publishLocked(port.Event{Type: port.EventReady})
+	}()
+	return sb, nil
+}
+
 func (f *fakePort) Launch(ctx context.Context, spec port.Spec, b port.Backend) (port.Sandbox, error) {
 	if err := port.Validate(spec); err != nil {
 		return nil, err
@@ -70,7 +99,11 @@ func (f *fakePort) Launch(ctx context.Context, spec port.Spec, b port.Backend) (
 	case f.max > 0 && len(f.alive) >= f.max:
 		return nil, port.ErrTooManySessions
 	}
-	sb := &fakeSandbox{f: f, h: port.Handle{SessionID: spec.SessionID, Backend: b, State: port.StateWarm}, gone: make(chan struct{})}
+	spec.Mode = port.ModeChat
+	sb := &fakeSandbox{f: f, h: port.Handle{SessionID: spec.SessionID, WorkspaceID: spec.WorkspaceID, AgentID: spec.AgentID,
+		Backend: b, State: port.StateWarm, Mode: spec.Mode, BindMounts: append([]port.BindMount{}, spec.BindMounts...),
+		NetworkEnabled: spec.NetworkEnabled}, gone: make(chan struct{}), changed: make(chan struct{})}
+	sb.events = []port.Event{{Type: port.EventStarting, Seq: 1, Time: time.Now()}, {Type: port.EventReady, Seq: 2, Time: time.Now()}}
 	f.alive[spec.SessionID] = sb
 	return sb, nil
 }
@@ -115,6 +148,59 @@ type fakeSandbox struct {
 	// gone is closed by Destroy, which kills the running execs.
 	gone     chan struct{}
 	goneOnce sync.Once
+	// events is the sandbox stream, all of it (guarded by mu); changed
+	// is closed and replaced at each new event.
+	events  []port.Event
+	changed chan struct{}
+}
+
+func (s *fakeSandbox) publishLocked(ev port.Event) {
+	ev.Seq, ev.Time = uint64(len(s.events)+1), time.Now()
+	s.events = append(s.events, ev)
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// Subscribe implements port.EventSubscriber, without its bounds (the
+// port's tests hold those).
+func (s *fakeSandbox) Subscribe(ctx context.Context, after uint64) (<-chan port.Event, error) {
+	ch := make(chan port.Event)
+	go func() {
+		defer close(ch)
+		for next := after; ; {
+			s.mu.Lock()
+			evs, changed := s.events, s.changed
+			s.mu.Unlock()
+			for ; next < uint64(len(evs)); next++ {
+				select {
+				case ch <- evs[next]:
+				case <-ctx.Done():
+					return
+				}
+				if evs[next].Type == port.EventDestroyed {
+					return
+				}
+			}
+			select {
+			case <-changed:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return ch, nil
+}
+
+// SetAgent implements port.AgentBinder.
+func (s *fakeSandbox) SetAgent(id string) error {
+	if err := port.Validate(port.Spec{SessionID: "x", AgentID: id}); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.h.AgentID = id
+	s.publishLocked(port.Event{Type: port.EventAgent, AgentID: id})
+	return nil
 }
 
 func (s *fakeSandbox) Handle() port.Handle {
@@ -130,6 +216,12 @@ func (s *fakeSandbox) transition(from, to port.State) error {
 		return &port.TransitionError{From: s.h.State, To: to}
 	}
 	s.h.State = to
+	switch to {
+	case port.StateSuspended:
+		s.publishLocked(port.Event{Type: port.EventSuspended})
+	case port.StateWarm:
+		s.publishLocked(port.Event{Type: port.EventResumed})
+	}
 	return nil
 }
 
@@ -143,7 +235,10 @@ func (s *fakeSandbox) Resume(context.Context) error {
 
 func (s *fakeSandbox) Destroy(context.Context) error {
 	s.mu.Lock()
-	s.h.State = port.StateDestroyed
+	if s.h.State != port.StateDestroyed {
+		s.h.State = port.StateDestroyed
+		s.publishLocked(port.Event{Type: port.EventDestroyed})
+	}
 	s.mu.Unlock()
 	s.goneOnce.Do(func() { close(s.gone) })
 	s.f.mu.Lock()
@@ -206,6 +301,9 @@ func (s *fakeSandbox) Exec(ctx context.Context, req port.ExecRequest) (<-chan po
 		}
 		zero := 0
 		send(port.Event{Type: port.EventExit, ExitCode: &zero})
+		s.mu.Lock()
+		s.publishLocked(port.Event{Type: port.EventExit, ExitCode: &zero, ExecID: "1"})
+		s.mu.Unlock()
 	}()
 	return ch, nil
 }

@@ -244,6 +244,10 @@ func TestOpenAPIResponses(t *testing.T) {
 		{"GET", "/v1/sandboxes", testToken, ""},
 		{"GET", "/v1/sandboxes/oa", testToken, ""},
 		{"GET", "/v1/sandboxes/zz", testToken, ""},
+		{"PATCH", "/v1/sandboxes/oa", testToken, `{"agentId":"agent-1"}`},
+		{"PATCH", "/v1/sandboxes/oa", testToken, `{"mode":"review"}`},
+		{"PATCH", "/v1/sandboxes/zz", testToken, `{"agentId":"a"}`},
+		{"GET", "/v1/sandboxes/zz/events", testToken, ""},
 		{"POST", "/v1/sandboxes/oa/exec", testToken, `{"argv":["count","3"],"stdin":"x"}`},
 		{"POST", "/v1/sandboxes/oa/exec", testToken, `{"argv":[]}`},
 		{"POST", "/v1/sandboxes/zz/exec", testToken, `{"argv":["true"]}`},
@@ -272,6 +276,44 @@ func TestOpenAPIResponses(t *testing.T) {
 		}
 		o.checkResponse(t, s.method, s.path, resp)
 	}
+	// The launch that does not wait (202, created; then warm or error),
+	// and the events stream of a sandbox, read to its end (destroyed).
+	e.fake.mu.Lock()
+	e.fake.max = 0
+	e.fake.mu.Unlock()
+	do := func(method, path, body string, hdr ...string) *http.Response {
+		t.Helper()
+		r, _ := http.NewRequest(method, e.url+path, strings.NewReader(body))
+		r.Header.Set("Authorization", "Bearer "+testToken)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			r.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	for _, body := range []string{`{"sessionId":"nw","workspaceId":"w","wait":false}`, `{"sessionId":"nf","workspaceId":"w","agentId":"fail","wait":false}`} {
+		resp := do("POST", "/v1/sandboxes", body)
+		if resp.StatusCode != http.StatusAccepted {
+			t.Errorf("wait false: %d", resp.StatusCode)
+		}
+		o.checkResponse(t, "POST", "/v1/sandboxes", resp)
+	}
+	waitFor(t, "nf in error", func() bool {
+		_, b := e.req(t, "GET", "/v1/sandboxes/nf", testToken, "")
+		return strings.Contains(b, `"state":"error"`)
+	})
+	o.checkResponse(t, "GET", "/v1/sandboxes/nf", do("GET", "/v1/sandboxes/nf", ""))
+	o.checkResponse(t, "GET", "/v1/sandboxes/nw/events", do("GET", "/v1/sandboxes/nw/events", "", "Last-Event-ID", "x"))
+	o.checkResponse(t, "DELETE", "/v1/sandboxes/nw", do("DELETE", "/v1/sandboxes/nw", ""))
+	stream := do("GET", "/v1/sandboxes/nf/events", "")
+	go func() {
+		e.req(t, "PATCH", "/v1/sandboxes/nf", testToken, `{"agentId":"x"}`)
+		e.req(t, "DELETE", "/v1/sandboxes/nf", testToken, "")
+	}()
+	o.checkResponse(t, "GET", "/v1/sandboxes/nf/events", stream)
 	// A terminal: create, get, delete.
 	info := e.newTerminal(t, `{"cols":100,"rows":40}`)
 	for _, m := range []string{"GET", "DELETE"} {

@@ -5,10 +5,15 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"math"
 	"net/http"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,8 +38,13 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The sandbox outlives this request: it ends with DELETE or Close,
-	// not with the request's context.
-	sb, err := s.cfg.Port.Launch(s.stop, spec, backend)
+	// not with the request's context. "wait": false answers 202 with the
+	// sandbox still created; GET then shows warm or error.
+	launch, status := s.cfg.Port.Launch, http.StatusCreated
+	if req.Wait != nil && !*req.Wait {
+		launch, status = s.cfg.Port.Start, http.StatusAccepted
+	}
+	sb, err := launch(s.stop, spec, backend)
 	if err != nil {
 		s.log.Info("launch refused", "session", spec.SessionID, "backend", string(backend), "err", err)
 		s.writePortError(w, err)
@@ -48,8 +58,119 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h := sb.Handle()
-	s.log.Info("launched", "session", h.SessionID, "backend", string(h.Backend))
-	writeJSON(w, http.StatusCreated, h)
+	s.log.Info("launched", "session", h.SessionID, "backend", string(h.Backend), "state", string(h.State))
+	writeJSON(w, status, h)
+}
+
+// patch re-binds the agent of a live sandbox: the body is {"agentId":
+// "..."} and nothing else, since a live sandbox's policy cannot change
+// (any other member is a 400 naming it).
+func (s *Server) patch(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, http.StatusRequestEntityTooLarge, "", "request body over %d bytes", mbe.Limit)
+		} else {
+			writeError(w, http.StatusBadRequest, "", "request body: %v", err)
+		}
+		return
+	}
+	var members map[string]json.RawMessage
+	if json.Unmarshal(body, &members) == nil {
+		for _, k := range slices.Sorted(maps.Keys(members)) {
+			if k != "agentId" {
+				writeError(w, http.StatusBadRequest, k, "%s cannot change on a live sandbox: its policy is fixed at launch; only agentId can be re-bound", k)
+				return
+			}
+		}
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var req api.PatchRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	if req.AgentID == nil {
+		writeError(w, http.StatusBadRequest, "agentId", "agentId is required (the only field a live sandbox can change)")
+		return
+	}
+	sb := s.lookup(w, r)
+	if sb == nil {
+		return
+	}
+	ab, ok := sb.(port.AgentBinder)
+	if !ok {
+		writeError(w, http.StatusInternalServerError, "", "sandbox cannot re-bind its agent")
+		return
+	}
+	if err := ab.SetAgent(*req.AgentID); err != nil {
+		s.writePortError(w, err)
+		return
+	}
+	s.log.Info("agent re-bound", "session", sb.Handle().SessionID, "agent", *req.AgentID)
+	writeJSON(w, http.StatusOK, sb.Handle())
+}
+
+// events streams the sandbox's own events (port.EventSubscriber) as
+// server-sent events, framed as exec's: id is the sandbox's seq, and a
+// Last-Event-ID header resumes after it. The stream ends after destroyed,
+// or after a lost event when this client fell port.SubscriberBuffer
+// events behind (it reconnects with Last-Event-ID to replay what the
+// history still holds).
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	var after uint64
+	if v := r.Header.Get("Last-Event-ID"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "Last-Event-ID", "Last-Event-ID %q: want an event's id (a decimal seq)", v)
+			return
+		}
+		after = n
+	}
+	sb := s.lookup(w, r)
+	if sb == nil {
+		return
+	}
+	sub, ok := sb.(port.EventSubscriber)
+	if !ok {
+		writeError(w, http.StatusInternalServerError, "", "sandbox has no event stream")
+		return
+	}
+	s.wg.Add(1)
+	defer s.wg.Done()
+	events, err := sub.Subscribe(r.Context(), after)
+	if err != nil {
+		s.writePortError(w, err)
+		return
+	}
+	writeSSE(w, events)
+}
+
+// writeSSE writes events as server-sent events until the channel closes
+// or the client goes away (the caller's context then ends the channel):
+//
+//	id: <seq>
+//	event: <type>
+//	data: <the event as JSON>
+func writeSSE(w http.ResponseWriter, events <-chan port.Event) {
+	rc := http.NewResponseController(w)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rc.Flush()
+	var buf bytes.Buffer
+	for ev := range events {
+		buf.Reset()
+		data, _ := json.Marshal(ev)
+		fmt.Fprintf(&buf, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, ev.Type, data)
+		if _, err := w.Write(buf.Bytes()); err != nil {
+			return
+		}
+		if err := rc.Flush(); err != nil {
+			return
+		}
+	}
 }
 
 // lookup returns the sandbox named in the path, or writes a 404.
@@ -113,11 +234,7 @@ func (s *Server) destroy(w http.ResponseWriter, r *http.Request) {
 }
 
 // exec runs a command and streams its events as server-sent events, one
-// per port.Event, in the order the port delivers them:
-//
-//	id: <seq>
-//	event: <type>
-//	data: <the event as JSON>
+// per port.Event, in the order the port delivers them (see writeSSE).
 //
 // Writes block until the client reads (no buffer to overflow, so no event
 // is dropped). The command is killed when the client goes away.
@@ -179,24 +296,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 		for range events { // let the port finish; nobody reads them now
 		}
 	}()
-	rc := http.NewResponseController(w)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	rc.Flush()
-	var buf bytes.Buffer
-	for ev := range events {
-		buf.Reset()
-		data, _ := json.Marshal(ev)
-		fmt.Fprintf(&buf, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, ev.Type, data)
-		if _, err := w.Write(buf.Bytes()); err != nil {
-			return
-		}
-		if err := rc.Flush(); err != nil {
-			return
-		}
-	}
+	writeSSE(w, events)
 }
 
 // writePortError answers with the status port.HTTPStatus gives a port

@@ -125,6 +125,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /v1/sandboxes", s.launch)
 	s.mux.HandleFunc("GET /v1/sandboxes", s.list)
 	s.mux.HandleFunc("GET /v1/sandboxes/{sessionId}", s.get)
+	s.mux.HandleFunc("PATCH /v1/sandboxes/{sessionId}", s.patch)
+	s.mux.HandleFunc("GET /v1/sandboxes/{sessionId}/events", s.events)
 	s.mux.HandleFunc("POST /v1/sandboxes/{sessionId}/exec", s.exec)
 	s.mux.HandleFunc("POST /v1/sandboxes/{sessionId}/suspend", s.suspend)
 	s.mux.HandleFunc("POST /v1/sandboxes/{sessionId}/resume", s.resume)
