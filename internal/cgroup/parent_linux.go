@@ -68,8 +68,12 @@ func Find(given string) (*Parent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", p.dir, err)
 	}
-	if err := probe.remove(); err != nil {
-		return nil, fmt.Errorf("%s: removing the probe cgroup: %w", p.dir, err)
+	err = probe.tryStart()
+	if rerr := probe.remove(); rerr != nil && err == nil {
+		err = fmt.Errorf("removing the probe cgroup: %w", rerr)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p.dir, err)
 	}
 	return p, nil
 }
