@@ -49,18 +49,23 @@ const leafName = "srtd"
 // so that a parent whose files this process cannot write is found now and
 // not at the first launch.
 func Find(given string) (*Parent, error) {
-	var p *Parent
-	var err error
 	if given != "" {
-		p, err = atGiven(given)
-	} else {
-		var e2, e1 error
-		if p, e2 = ownV2(); e2 != nil {
-			if p, e1 = ownV1(); e1 != nil {
-				err = fmt.Errorf("cgroup v2: %w; cgroup v1: %w", e2, e1)
-			}
-		}
+		return probed(atGiven(given))
 	}
+	p, e2 := probed(ownV2())
+	if e2 == nil {
+		return p, nil
+	}
+	p, e1 := probed(ownV1())
+	if e1 == nil {
+		return p, nil
+	}
+	return nil, fmt.Errorf("cgroup v2: %w; cgroup v1: %w", e2, e1)
+}
+
+// probed returns p once a probe child made in it with a limit, and on
+// v2 a process started in that child, have worked; the child is removed.
+func probed(p *Parent, err error) (*Parent, error) {
 	if err != nil {
 		return nil, err
 	}
