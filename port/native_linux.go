@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/srt-go/srt/internal/cgroup"
 	"github.com/srt-go/srt/netrule"
 	"github.com/srt-go/srt/policy"
 	"github.com/srt-go/srt/sandbox"
@@ -55,6 +56,12 @@ func launchNative(ctx context.Context, rt *Runtime, s *session) (runner, error) 
 		ctx, cancel = context.WithTimeout(ctx, StartTimeout)
 		defer cancel()
 	}
+	// Its memory cgroup, before anything of the session runs: bubblewrap
+	// starts in it (linux.Config.Cgroup), so does every process it forks.
+	cg, memDetail, err := rt.mem.sessionCgroup(spec)
+	if err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	w, err := sandbox.StartWarm(ctx, p, sandbox.WarmOptions{
 		BwrapPath: bwrap,
@@ -67,18 +74,32 @@ func launchNative(ctx context.Context, rt *Runtime, s *session) (runner, error) 
 		// write-intent call is paid (BENCHMARKS.md, "Violations").
 		OnViolation:       s.ReportViolation,
 		ObserveFilesystem: true,
+		Cgroup:            cg,
 	})
 	if err != nil {
+		if cg != nil {
+			cg.Remove(context.WithoutCancel(ctx))
+		}
 		return nil, fmt.Errorf("native sandbox: %w", err)
 	}
-	r := &nativeRunner{w: w, spec: spec, launched: time.Since(start)}
+	r := &nativeRunner{w: w, spec: spec, launched: time.Since(start), cg: cg, memDetail: memDetail}
 	go func() {
 		<-w.Done()
 		if !r.destroying.Load() {
-			s.fail(errors.New("the sandbox's PID 1 ended unexpectedly"))
+			s.fail(r.endedWhy())
 		}
 	}()
 	return r, nil
+}
+
+// endedWhy is the session's error when its PID 1 ended on its own: out
+// of memory when the kernel's OOM killer has killed in the session's
+// cgroup (PID 1, or bubblewrap, which hold the whole sandbox).
+func (r *nativeRunner) endedWhy() error {
+	if n := r.oomKills(); n > 0 {
+		return fmt.Errorf("the sandbox's PID 1 ended unexpectedly: out of memory (OOM): the kernel's OOM killer has killed %d process(es) in the session's memory cgroup, limit %d bytes", n, r.cg.Limit())
+	}
+	return errors.New("the sandbox's PID 1 ended unexpectedly")
 }
 
 // sessionView is the launch policy of a session on either Linux backend
@@ -208,6 +229,10 @@ type nativeRunner struct {
 	spec       Spec
 	launched   time.Duration
 	destroying atomicBool
+	// cg is the session's memory cgroup, nil when it runs without a
+	// limit; memDetail is the handle's details.memoryLimit.
+	cg        *cgroup.Group
+	memDetail string
 }
 
 func (r *nativeRunner) start(c command) (proc, error) {
@@ -239,7 +264,25 @@ func (r *nativeRunner) thaw(ctx context.Context, _ []proc) error   { return r.w.
 
 func (r *nativeRunner) destroy(ctx context.Context) error {
 	r.destroying.Store(true)
-	return r.w.Kill()
+	err := r.w.Kill()
+	if r.cg != nil {
+		// Bounded: a process the kernel cannot kill at once keeps the
+		// cgroup busy, and Destroy must still return.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		err = errors.Join(err, r.cg.Remove(cctx))
+	}
+	return err
+}
+
+// oomKills implements oomCounter: the OOM kills in the session's memory
+// cgroup so far (0 without one, or when the count cannot be read).
+func (r *nativeRunner) oomKills() uint64 {
+	if r.cg == nil {
+		return 0
+	}
+	n, _ := r.cg.OOMKills()
+	return n
 }
 
 func (r *nativeRunner) details() map[string]any {
@@ -251,6 +294,11 @@ func (r *nativeRunner) details() map[string]any {
 		"socksProxy":     fmt.Sprintf("127.0.0.1:%d (inside the sandbox)", linux.SOCKSProxyPort),
 		"launchMillis":   r.launched.Milliseconds(),
 		"execGrantRoots": "ignored on Linux: bubblewrap has no exec block to reopen",
+		"memoryLimit":    r.memDetail,
+	}
+	if r.cg != nil {
+		d["memoryLimitBytes"] = r.cg.Limit()
+		d["cgroup"] = r.cg.Dir()
 	}
 	return d
 }

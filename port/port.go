@@ -95,6 +95,12 @@ type Spec struct {
 	RunnerStateDirs []string `json:"runnerStateDirs"`
 	// ExecGrantRoots only matter on macOS; accepted and ignored on Linux.
 	ExecGrantRoots []string `json:"execGrantRoots"`
+	// MemoryLimitBytes is the session's memory limit, bytes: at least
+	// MinMemoryLimit and at most the server's (Options.MemoryLimit). Zero
+	// means the server's. Added for srtd (issue 16); a native session on
+	// Linux gets a memory cgroup, and a process its limit gets OOM-killed
+	// ends its exec with killed, reason "oom".
+	MemoryLimitBytes int64 `json:"memoryLimitBytes,omitempty"`
 }
 
 // State is seed 000's SandboxState. It is microvm.State: the seed names

@@ -71,6 +71,22 @@ type Options struct {
 	// ErrTooManySessions. Zero means DefaultMaxSessions; negative is an
 	// error.
 	MaxSessions int
+	// MemoryLimit is the memory limit of a session whose spec names no
+	// memoryLimitBytes, in bytes (srtd's --memory-limit), enforced by a
+	// memory cgroup per native session on Linux. Zero means
+	// DefaultMemoryLimit(); NoMemoryLimit turns it off; anything else
+	// below MinMemoryLimit is an error. A spec may ask for less, never
+	// more (a *SpecError). Where no cgroup can be used, the default is
+	// skipped with one Warn line from New and an explicit
+	// memoryLimitBytes fails closed (ErrUnenforceable). A microvm
+	// session's limit is its VM's RAM instead.
+	MemoryLimit int64
+	// CgroupParent is the cgroup directory session cgroups are made in
+	// (srtd's --cgroup-parent): one of a v2 hierarchy with the memory
+	// controller, or of the v1 memory hierarchy, writable by this process.
+	// Empty means this process's own cgroup. One that cannot be used
+	// makes New fail.
+	CgroupParent string
 }
 
 // DefaultMaxSessions is Options.MaxSessions when zero.
@@ -88,6 +104,7 @@ type Runtime struct {
 	probe     Probe
 	baseline  Baseline
 	nameGlobs []string
+	mem       memory // memory limits: memory_linux.go, memory_other.go
 
 	mu sync.Mutex // guards the fields below
 	// sessions are the sandboxes not destroyed by id, those still
@@ -163,6 +180,9 @@ func newRuntime(ctx context.Context, opts Options, probe *Probe) (*Runtime, erro
 		rt.baseline = *opts.Baseline
 	}
 	if err := checkBaseline(rt.baseline); err != nil {
+		return nil, err
+	}
+	if rt.mem, err = newMemory(opts, lg); err != nil {
 		return nil, err
 	}
 	rt.nameGlobs = StandardNameGlobWriteDenies
@@ -397,6 +417,9 @@ func (rt *Runtime) Start(ctx context.Context, spec Spec, backend Backend) (Sandb
 	spec = normalize(spec)
 	b, err := rt.Choose(backend)
 	if err != nil {
+		return nil, err
+	}
+	if err := rt.mem.check(spec, b); err != nil {
 		return nil, err
 	}
 	if _, own := rt.opts.MicroVM.(microVMRunner); b == BackendMicroVM && !own {

@@ -280,6 +280,7 @@ func (s *session) Exec(ctx context.Context, req ExecRequest) (<-chan Event, erro
 		outW.Close()
 		return nil, err
 	}
+	x.oomBefore = oomKills(s.r)
 	p, err := s.r.start(command{argv: req.Argv, env: req.Env, dir: req.Cwd, stdin: stdin, stdout: outW, stderr: errW})
 	stdin.Close()
 	outW.Close()
@@ -476,6 +477,9 @@ type execRun struct {
 	kill chan string // a reason: "manual" or "timeout"
 	once sync.Once
 	end  chan struct{} // closed when run has delivered the last event
+	// oomBefore is the runner's OOM-kill count before the command
+	// started (oom.go).
+	oomBefore uint64
 }
 
 func (x *execRun) finished() <-chan struct{} { return x.end }
@@ -556,6 +560,9 @@ func (x *execRun) run(ctx context.Context, timeout time.Duration, outR, errR *os
 	select {
 	case reason = <-x.kill:
 	default:
+	}
+	if reason == "" && st[1] == int(syscall.SIGKILL) && oomKills(x.s.r) > x.oomBefore {
+		reason = "oom"
 	}
 	if reason != "" && st[1] == int(syscall.SIGKILL) {
 		x.q.push(Event{Type: EventKilled, Reason: reason, ExitCode: &code}, false)

@@ -33,7 +33,8 @@ const (
 // wildcard forms, netrule.ParsePattern); runnerStateDirs exist as
 // directories. execGrantRoots are checked for form only: they matter on
 // macOS and Linux ignores them (seed 000: bwrap has no $HOME exec block
-// to reopen).
+// to reopen). memoryLimitBytes is absent or at least MinMemoryLimit
+// (Launch checks it against the server's limit).
 func Validate(spec Spec) error {
 	if err := checkID("sessionId", spec.SessionID, true); err != nil {
 		return err
@@ -125,6 +126,9 @@ func Validate(spec Spec) error {
 		if err := checkPath(fmt.Sprintf("execGrantRoots[%d]", i), p, false); err != nil {
 			return err
 		}
+	}
+	if err := checkMemoryField(spec.MemoryLimitBytes); err != nil {
+		return err
 	}
 	return checkReadOnlyOverlap(spec)
 }

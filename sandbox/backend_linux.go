@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/srt-go/srt/internal/cgroup"
 	"github.com/srt-go/srt/policy"
 	"github.com/srt-go/srt/sandbox/linux"
 	"github.com/srt-go/srt/settings"
@@ -112,6 +113,9 @@ type WarmOptions struct {
 	ObserveFilesystem bool
 	// Logger receives debug lines; nil discards them.
 	Logger *slog.Logger
+	// Cgroup, when set, is the memory cgroup every process of the
+	// sandbox runs in from its first instruction (linux.Config.Cgroup).
+	Cgroup *cgroup.Group
 }
 
 // StartWarm starts a warm sandbox for the compiled policy p (a confined
@@ -134,7 +138,7 @@ func StartWarm(ctx context.Context, p *policy.Policy, o WarmOptions) (*linux.War
 		report = func(violation.Violation) {}
 	}
 	cfg := linuxConfig(p, bwrap, report, o.ObserveFilesystem, lg)
-	cfg.Env, cfg.Dir = o.Env, o.Dir
+	cfg.Env, cfg.Dir, cfg.Cgroup = o.Env, o.Dir, o.Cgroup
 	w, err := linux.StartWarm(ctx, cfg)
 	if err != nil {
 		if d := linux.Diagnose(); d != "" {

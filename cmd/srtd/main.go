@@ -1,6 +1,7 @@
 // Command srtd serves the sandbox port (issue 6) over HTTP on loopback:
 //
 //	srtd [--addr 127.0.0.1:PORT] [--token-file PATH] [--sandbox on|off] [--microvm auto|off]
+//	     [--memory-limit default|off|SIZE] [--cgroup-parent DIR]
 //
 // It probes the host once, prints exactly one start-up line (agent sandbox
 // ON …, no OS-native agent sandbox on this host …, or agent sandbox
@@ -97,6 +98,8 @@ func serve(args []string, stderr io.Writer) error {
 	bwrap := fs.String("bwrap", "", "bubblewrap's absolute path; default bwrap in PATH")
 	microvmFlag := fs.String("microvm", "", "auto (probe the microvm backend with a test boot at start-up) or off; default $SRTD_MICROVM, else auto")
 	termNet := fs.String("terminal-network", "open", "a native terminal's egress when its request names none: open (every host name; the deny list, cloud metadata and srtd's own addresses still refused; seed 000) or baseline (the launch allow-list)")
+	memLimit := fs.String("memory-limit", "default", "memory limit of a session that names no memoryLimitBytes: default (half of RAM, at most 4G), off (or 0), or bytes with an optional K, M, G suffix; enforced by a memory cgroup per native session")
+	cgroupParent := fs.String("cgroup-parent", "", "cgroup directory (v2 with the memory controller, or v1 memory) to make session cgroups in, writable by srtd's user; default srtd's own cgroup")
 	debug := fs.Bool("debug", false, "debug log lines")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -134,6 +137,10 @@ func serve(args []string, stderr io.Writer) error {
 	if !server.ValidTerminalNetwork(api.TerminalNetwork(*termNet)) {
 		return usageError{fmt.Errorf("--terminal-network %q: want open or baseline", *termNet)}
 	}
+	memoryLimit, err := port.ParseMemoryLimit(*memLimit)
+	if err != nil {
+		return usageError{err}
+	}
 	if err := checkLoopback(*addr, *nonLoopback); err != nil {
 		return usageError{err}
 	}
@@ -166,7 +173,7 @@ func serve(args []string, stderr io.Writer) error {
 	}
 	defer unregister()
 	pt, err := newPort(portOptions{sandboxOn: sandboxOn, defaultBackend: *defaultBackend, nameGlobs: *nameGlobs, bwrap: *bwrap, microvm: vmMode, maxSessions: *maxSessions,
-		selfDeny: selfAddresses(ln.Addr())}, lg)
+		selfDeny: selfAddresses(ln.Addr()), memoryLimit: memoryLimit, cgroupParent: *cgroupParent}, lg)
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,10 @@ type portOptions struct {
 	// egress, whatever its allow-list, so that no sandbox can drive the
 	// server that made it (escape class 21).
 	selfDeny []string
+	// memoryLimit is --memory-limit (port.ParseMemoryLimit), cgroupParent
+	// --cgroup-parent: port.Options.MemoryLimit and CgroupParent.
+	memoryLimit  int64
+	cgroupParent string
 }
 
 // newPort probes the host once and returns the port.
@@ -36,6 +40,8 @@ func newPort(o portOptions, lg *slog.Logger) (port.Port, error) {
 		DefaultBackend: port.Backend(o.defaultBackend),
 		BwrapPath:      o.bwrap,
 		MaxSessions:    o.maxSessions,
+		MemoryLimit:    o.memoryLimit,
+		CgroupParent:   o.cgroupParent,
 	}
 	switch {
 	case !o.sandboxOn:

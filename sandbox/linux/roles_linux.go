@@ -5,6 +5,7 @@ import (
 	"os"
 	"sync/atomic"
 
+	"github.com/srt-go/srt/internal/cgroup"
 	"github.com/srt-go/srt/sandbox/linux/guardian"
 	"github.com/srt-go/srt/sandbox/linux/inside"
 	"github.com/srt-go/srt/sandbox/linux/wire"
@@ -44,6 +45,10 @@ func DispatchRole() {
 		inside.RunLandlockStage(os.Args[2:])
 	case wire.ProxyConnectArg:
 		inside.RunProxyConnect(os.Args[2:])
+	case cgroup.EnterArg:
+		// The v1 trampoline into a session's memory cgroup, in front of
+		// bubblewrap (Config.Cgroup).
+		cgroup.RunEnter(os.Args[2:])
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/srt-go/srt/internal/cgroup"
 	"github.com/srt-go/srt/internal/envlist"
 	"github.com/srt-go/srt/internal/nofollow"
 	"github.com/srt-go/srt/internal/pdeathsig"
@@ -73,6 +74,10 @@ type Config struct {
 	// requests over Process.Agent until the sandbox is killed (a warm
 	// sandbox, see StartWarm). Argv must then be empty.
 	Agent bool
+	// Cgroup, when set, is the memory cgroup every process of the sandbox
+	// runs in, bubblewrap included from its first instruction
+	// (cgroup.Group.Prepare); nil leaves them in srt's own.
+	Cgroup *cgroup.Group
 }
 
 // SetupError is a failure of the sandbox itself, as opposed to the
@@ -319,6 +324,14 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	// In a process group of its own, so that the guardian can end it,
 	// child included, should srt die while bubblewrap sets up.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: unix.SIGKILL, Setpgid: true}
+	if cfg.Cgroup != nil {
+		release, err := cfg.Cgroup.Prepare(cmd)
+		if err != nil {
+			infoR.Close()
+			return nil, setupErr("memory cgroup: %w", err)
+		}
+		defer release()
+	}
 	p.cmd = cmd
 	if err := pdeathsig.StartCmd(cmd); err != nil {
 		infoR.Close()
