@@ -96,7 +96,7 @@ type Config struct {
 	// and SOCKS5 together, every listener) serve at once, and with them
 	// the upstream connections they open: a client connection holds at
 	// most one upstream at a time, and the plain-HTTP pool keeps at most
-	// maxIdleUpstream idle ones. A connection over the bound is accepted
+	// MaxIdleUpstream idle ones. A connection over the bound is accepted
 	// and closed at once (after a 503 on the HTTP proxy), so it holds no
 	// descriptor, and is reported as a violation with Rule
 	// RuleConnLimit, at most once a second (issue 16, "Descriptor
@@ -113,9 +113,9 @@ const DefaultMaxConns = 1024
 // is refused for Config.MaxConns.
 const RuleConnLimit = "connection limit"
 
-// maxIdleUpstream bounds the idle upstream connections the plain-HTTP
+// MaxIdleUpstream bounds the idle upstream connections the plain-HTTP
 // pool keeps, across every host.
-const maxIdleUpstream = 16
+const MaxIdleUpstream = 8
 
 // RefusedError is returned by the dial path when the resolved-address
 // guard refuses every address a name resolved to.
@@ -191,7 +191,7 @@ func New(cfg Config) (*Server, error) {
 		DialContext:         s.transportDial,
 		DisableCompression:  true, // pass Accept-Encoding through untouched
 		MaxIdleConnsPerHost: 4,
-		MaxIdleConns:        maxIdleUpstream,
+		MaxIdleConns:        MaxIdleUpstream,
 		IdleConnTimeout:     30 * time.Second,
 	}
 	return s, nil
