@@ -56,6 +56,9 @@ type Config struct {
 	// OnViolation is called for each refused egress connection, as
 	// proxy.Config.OnViolation; violations are also events.
 	OnViolation func(violation.Violation)
+	// MaxConns bounds the connections that proxy serves at once
+	// (proxy.Config.MaxConns); 0 means proxy.DefaultMaxConns.
+	MaxConns int
 	// Accel is "auto" (the default: KVM when it really works, else TCG,
 	// the reason in Details()["accelReason"]), "kvm" or "tcg".
 	// SRT_MICROVM_ACCEL overrides an empty value.

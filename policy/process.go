@@ -21,6 +21,11 @@ type Network struct {
 	// host's loopback that the sandbox's proxy ports forward to instead of
 	// srt's; 0 means srt's.
 	HTTPProxyPort, SOCKSProxyPort int
+	// MaxConns bounds the client connections srt's proxies serve at once
+	// for this sandbox (proxy.Config.MaxConns); 0 means
+	// proxy.DefaultMaxConns. No settings key sets it: srtd does, per
+	// session (--max-conns-per-session).
+	MaxConns int
 	// AllowUnixSockets are the unix socket paths the sandbox may connect
 	// to (macOS); AllowAllUnixSockets lifts the socket(AF_UNIX) refusal.
 	AllowUnixSockets    []string

@@ -230,6 +230,7 @@ func (l *microVMLauncher) boot(ctx context.Context, rt *Runtime, spec Spec, egre
 	}
 	cfg.Logger = log
 	cfg.OnViolation = onViolation
+	cfg.MaxConns = rt.opts.MaxConnsPerSession
 	start := time.Now()
 	vm, err := microvm.Launch(ctx, cfg)
 	if err != nil {

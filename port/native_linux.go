@@ -149,6 +149,7 @@ func sessionView(rt *Runtime, spec Spec, egress netrule.Rules, enforcesNameGlobs
 			p.DenyWriteGlobs = append(p.DenyWriteGlobs, policy.Glob{Pattern: pat, Resolved: pat, Rule: "launch policy: " + g})
 		}
 	}
+	p.Network.MaxConns = rt.opts.MaxConnsPerSession
 	return p, nil
 }
 

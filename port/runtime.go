@@ -87,10 +87,19 @@ type Options struct {
 	// Empty means this process's own cgroup. One that cannot be used
 	// makes New fail.
 	CgroupParent string
+	// MaxConnsPerSession bounds the connections one session's proxies
+	// serve at once (proxy.Config.MaxConns; srtd's
+	// --max-conns-per-session), so that a session cannot spend the
+	// server's descriptors. Zero means DefaultMaxConnsPerSession;
+	// negative is an error.
+	MaxConnsPerSession int
 }
 
 // DefaultMaxSessions is Options.MaxSessions when zero.
 const DefaultMaxSessions = 64
+
+// DefaultMaxConnsPerSession is Options.MaxConnsPerSession when zero.
+const DefaultMaxConnsPerSession = 256
 
 // StandardNameGlobWriteDenies is the seed's standard launch policy's
 // file-name glob write-denies.
@@ -164,6 +173,12 @@ func newRuntime(ctx context.Context, opts Options, probe *Probe) (*Runtime, erro
 		opts.MaxSessions = DefaultMaxSessions
 	case opts.MaxSessions < 0:
 		return nil, fmt.Errorf("max sessions %d: want > 0 (0 means %d)", opts.MaxSessions, DefaultMaxSessions)
+	}
+	switch {
+	case opts.MaxConnsPerSession == 0:
+		opts.MaxConnsPerSession = DefaultMaxConnsPerSession
+	case opts.MaxConnsPerSession < 0:
+		return nil, fmt.Errorf("max connections per session %d: want > 0 (0 means %d)", opts.MaxConnsPerSession, DefaultMaxConnsPerSession)
 	}
 	lg := opts.Logger
 	if lg == nil {

@@ -95,6 +95,13 @@ var loop4 = netip.MustParseAddr("127.0.0.1")
 // (the httptest certificate's name) and denied.test to 127.0.0.1.
 func startProxy(t testing.TB, rules netrule.Rules) *env {
 	t.Helper()
+	return startProxyWith(t, rules, nil)
+}
+
+// startProxyWith is startProxy with mod, when not nil, applied to the
+// Config first.
+func startProxyWith(t testing.TB, rules netrule.Rules, mod func(*Config)) *env {
+	t.Helper()
 	pol, err := netrule.Compile(rules)
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +116,11 @@ func startProxy(t testing.TB, rules netrule.Rules) *env {
 		vio:  &violations{},
 		done: make(chan error, 2),
 	}
-	e.srv, err = New(Config{Policy: pol, Resolver: e.res, OnViolation: e.vio.add})
+	cfg := Config{Policy: pol, Resolver: e.res, OnViolation: e.vio.add}
+	if mod != nil {
+		mod(&cfg)
+	}
+	e.srv, err = New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

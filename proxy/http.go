@@ -53,7 +53,7 @@ func (s *Server) HTTP() *HTTPProxy { return &HTTPProxy{s} }
 // The status text is the reason made safe for a status line: bytes outside
 // printable ASCII become '?', and it is cut to 500 bytes.
 func (h *HTTPProxy) Serve(ctx context.Context, ln net.Listener) error {
-	return h.s.serve(ctx, ln, h.s.serveHTTPConn)
+	return h.s.serve(ctx, ln, "http", h.s.serveHTTPConn)
 }
 
 func (s *Server) serveHTTPConn(ctx context.Context, c net.Conn) {

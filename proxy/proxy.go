@@ -24,6 +24,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -91,7 +92,30 @@ type Config struct {
 	// refuses it (a *RefusedError, reported as a violation). srt uses it
 	// for the addresses srtd listens on, which no sandbox may reach.
 	Forbidden func(netip.AddrPort) string
+	// MaxConns bounds the client connections the Server's proxies (HTTP
+	// and SOCKS5 together, every listener) serve at once, and with them
+	// the upstream connections they open: a client connection holds at
+	// most one upstream at a time, and the plain-HTTP pool keeps at most
+	// MaxIdleUpstream idle ones. A connection over the bound is accepted
+	// and closed at once (after a 503 on the HTTP proxy), so it holds no
+	// descriptor, and is reported as a violation with Rule
+	// RuleConnLimit, at most once a second (issue 16, "Descriptor
+	// exhaustion"). Zero means DefaultMaxConns; negative is an error.
+	MaxConns int
 }
+
+// DefaultMaxConns is Config.MaxConns when zero: generous for one
+// command's egress, far below the descriptor limit of a process that
+// serves it.
+const DefaultMaxConns = 1024
+
+// RuleConnLimit is the Rule of the violation reported when a connection
+// is refused for Config.MaxConns.
+const RuleConnLimit = "connection limit"
+
+// MaxIdleUpstream bounds the idle upstream connections the plain-HTTP
+// pool keeps, across every host.
+const MaxIdleUpstream = 8
 
 // RefusedError is returned by the dial path when the resolved-address
 // guard refuses every address a name resolved to.
@@ -113,6 +137,7 @@ type Server struct {
 	policy    atomic.Pointer[netrule.Policy]
 	transport *http.Transport
 	active    atomic.Int64 // client connections being served
+	limit     connLimit
 
 	mu        sync.Mutex // guards the fields below
 	closed    bool
@@ -126,8 +151,14 @@ type Server struct {
 }
 
 // New returns a Server for cfg. It does not listen; it returns an error
-// only for an invalid Config (none today, reserved for future fields).
+// only for an invalid Config (a negative MaxConns).
 func New(cfg Config) (*Server, error) {
+	if cfg.MaxConns < 0 {
+		return nil, fmt.Errorf("proxy: MaxConns %d: want 0 (the default) or more", cfg.MaxConns)
+	}
+	if cfg.MaxConns == 0 {
+		cfg.MaxConns = DefaultMaxConns
+	}
 	s := &Server{
 		cfg:       cfg,
 		log:       cfg.Logger,
@@ -160,6 +191,7 @@ func New(cfg Config) (*Server, error) {
 		DialContext:         s.transportDial,
 		DisableCompression:  true, // pass Accept-Encoding through untouched
 		MaxIdleConnsPerHost: 4,
+		MaxIdleConns:        MaxIdleUpstream,
 		IdleConnTimeout:     30 * time.Second,
 	}
 	return s, nil
@@ -206,17 +238,29 @@ func (s *Server) Close() error {
 // (cancel != nil) it also counts a goroutine. It reports false after
 // Close.
 func (s *Server) track(c net.Conn, cancel context.CancelFunc) bool {
+	ok, _ := s.trackClient(c, cancel)
+	return ok
+}
+
+// trackClient is track, which for a client connection (cancel != nil)
+// also refuses one over Config.MaxConns: ok false and full true. The
+// count is checked and raised under mu, so concurrent accept loops never
+// overshoot it.
+func (s *Server) trackClient(c net.Conn, cancel context.CancelFunc) (ok, full bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return false
+		return false, false
+	}
+	if cancel != nil && s.active.Load() >= int64(s.cfg.MaxConns) {
+		return false, true
 	}
 	s.conns[c] = cancel
 	if cancel != nil {
 		s.wg.Add(1)
 		s.active.Add(1)
 	}
-	return true
+	return true, false
 }
 
 func (s *Server) untrack(c net.Conn) {
@@ -230,9 +274,11 @@ func (s *Server) untrack(c net.Conn) {
 	}
 }
 
-// serve is the accept loop shared by both proxies. Cancelling ctx closes
-// ln and every connection accepted from it.
-func (s *Server) serve(ctx context.Context, ln net.Listener, handle func(context.Context, net.Conn)) error {
+// serve is the accept loop shared by both proxies; proto ("http" or
+// "socks5") says which, for the answer to a connection over
+// Config.MaxConns. Cancelling ctx closes ln and every connection accepted
+// from it.
+func (s *Server) serve(ctx context.Context, ln net.Listener, proto string, handle func(context.Context, net.Conn)) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -274,8 +320,12 @@ func (s *Server) serve(ctx context.Context, ln net.Listener, handle func(context
 		}
 		backoff = 0
 		cctx, cancel := context.WithCancel(ctx)
-		if !s.track(c, cancel) {
+		if ok, full := s.trackClient(c, cancel); !ok {
 			cancel()
+			if full {
+				s.refuseOverLimit(c, ln.Addr(), proto)
+				continue
+			}
 			c.Close()
 			return ErrServerClosed
 		}
@@ -288,6 +338,44 @@ func (s *Server) serve(ctx context.Context, ln net.Listener, handle func(context
 			handle(cctx, c)
 		}()
 	}
+}
+
+// refuseOverLimit answers a client connection over Config.MaxConns and
+// closes it at once, so it holds no descriptor: the HTTP proxy writes a
+// 503 first (a fresh socket's send buffer takes it without blocking; the
+// deadline is a guard), SOCKS5 just closes, since its reply needs a
+// negotiation first. The refusal is logged at Warn and reported through
+// OnViolation, both at most once per limitReportEvery.
+func (s *Server) refuseOverLimit(c net.Conn, at net.Addr, proto string) {
+	reason := fmt.Sprintf("%s: this sandbox already has %d connections open to its proxies", RuleConnLimit, s.cfg.MaxConns)
+	if proto == "http" {
+		body := "Connection refused by the sandbox runtime: " + reason + "\n"
+		c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+		io.WriteString(c, "HTTP/1.1 503 Service Unavailable\r\nX-Proxy-Error: "+errHdrAddress+
+			"\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: "+
+			strconv.Itoa(len(body))+"\r\n\r\n"+body)
+	}
+	c.Close()
+	report, n := s.limit.refused(time.Now())
+	if !report {
+		return
+	}
+	s.log.Warn("proxy connection refused: limit reached", "limit", s.cfg.MaxConns, "proxy", proto, "refused", n)
+	if s.cfg.OnViolation == nil {
+		return
+	}
+	if n > 1 {
+		reason += fmt.Sprintf("; %d connections refused since the last report", n)
+	}
+	v := violation.Violation{
+		Time:   time.Now(),
+		Action: violation.NetworkOutbound,
+		Target: at.String(),
+		Reason: reason,
+		Rule:   RuleConnLimit,
+	}
+	v.Raw = v.Line()
+	s.cfg.OnViolation(v)
 }
 
 // target is a destination as the client named it.

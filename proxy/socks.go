@@ -67,7 +67,7 @@ func (s *Server) SOCKS5() *SOCKS5Proxy { return &SOCKS5Proxy{s} }
 // reason (see writeSSHRefusal), so that ssh run through the proxy prints
 // "Received disconnect ...: <reason>" instead of a bare failure.
 func (p *SOCKS5Proxy) Serve(ctx context.Context, ln net.Listener) error {
-	return p.s.serve(ctx, ln, p.s.serveSOCKSConn)
+	return p.s.serve(ctx, ln, "socks5", p.s.serveSOCKSConn)
 }
 
 func (s *Server) serveSOCKSConn(ctx context.Context, c net.Conn) {

@@ -76,7 +76,8 @@ type Violation struct {
 	// "socks5".
 	Protocol string `json:"protocol,omitempty"`
 	// Rule is the settings entry that refused it, when one did (a
-	// deniedDomains entry); empty otherwise.
+	// deniedDomains entry), or the limit that did ("connection limit",
+	// proxy.RuleConnLimit); empty otherwise.
 	Rule string `json:"rule,omitempty"`
 	// Raw is the one-line form shown to people and models:
 	// "deny ACTION TARGET (REASON)".

@@ -43,6 +43,7 @@ import (
 	"github.com/srt-go/srt/port"
 	"github.com/srt-go/srt/sandbox"
 	"github.com/srt-go/srt/server"
+	"golang.org/x/net/netutil"
 )
 
 func main() {
@@ -92,6 +93,8 @@ func serve(args []string, stderr io.Writer) error {
 	maxSessions := fs.Int("max-sessions", 64, "sandboxes alive at once")
 	maxExecs := fs.Int("max-execs", 64, "execs running at once")
 	maxTerminals := fs.Int("max-terminals", 16, "terminal sessions alive at once")
+	maxConns := fs.Int("max-conns-per-session", port.DefaultMaxConnsPerSession, "connections one session's proxies serve at once (more are closed at once and reported as a violation); lowered at start-up to fit the descriptor limit")
+	maxAPIConns := fs.Int("max-api-conns", 256, "API connections served at once (more wait to be accepted)")
 	maxBody := fs.Int64("max-body", 1<<20, "largest request body, bytes")
 	defaultBackend := fs.String("default-backend", "", "backend of a launch that names none: native (default; none when the host has none) or microvm (falls back to native, with a log line, when no VM can start)")
 	nameGlobs := fs.String("name-glob-write-denies", "standard", "launch policy's file-name glob write-denies: standard (.env, *.key, *.pem, refused when created; where the host cannot, a launch with a writable path fails closed) or none")
@@ -141,6 +144,9 @@ func serve(args []string, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
+	if *maxConns <= 0 || *maxAPIConns <= 0 || *maxSessions <= 0 {
+		return usageError{errors.New("--max-conns-per-session, --max-api-conns and --max-sessions must be > 0")}
+	}
 	if err := checkLoopback(*addr, *nonLoopback); err != nil {
 		return usageError{err}
 	}
@@ -157,6 +163,10 @@ func serve(args []string, stderr io.Writer) error {
 		level = slog.LevelDebug
 	}
 	lg := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	conns, err := descriptorBudget(lg, *maxConns, fdBounds{sessions: *maxSessions, execs: *maxExecs, terminals: *maxTerminals, apiConns: *maxAPIConns})
+	if err != nil {
+		return err
+	}
 
 	// Listen first: srtd's own address is denied to every session's
 	// egress (a session allowed "127.0.0.1" must still not reach the API).
@@ -165,6 +175,9 @@ func serve(args []string, stderr io.Writer) error {
 		return err
 	}
 	defer ln.Close()
+	// A bounded number of API connections, so a local client cannot spend
+	// srtd's descriptors either: more wait in the kernel's queue.
+	ln = netutil.LimitListener(ln, *maxAPIConns)
 	// And to every other sandbox of this user: srt's proxies refuse the
 	// addresses registered here (linux.ServerAddresses).
 	unregister, err := registerServer(ln.Addr())
@@ -173,7 +186,7 @@ func serve(args []string, stderr io.Writer) error {
 	}
 	defer unregister()
 	pt, err := newPort(portOptions{sandboxOn: sandboxOn, defaultBackend: *defaultBackend, nameGlobs: *nameGlobs, bwrap: *bwrap, microvm: vmMode, maxSessions: *maxSessions,
-		selfDeny: selfAddresses(ln.Addr()), memoryLimit: memoryLimit, cgroupParent: *cgroupParent}, lg)
+		selfDeny: selfAddresses(ln.Addr()), maxConnsPerSession: conns, memoryLimit: memoryLimit, cgroupParent: *cgroupParent}, lg)
 	if err != nil {
 		return err
 	}
@@ -207,6 +220,7 @@ func serve(args []string, stderr io.Writer) error {
 	hs := &http.Server{
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute, // an idle keep-alive connection frees its --max-api-conns slot
 		MaxHeaderBytes:    64 << 10,
 	}
 	errc := make(chan error, 1)

@@ -22,6 +22,9 @@ type portOptions struct {
 	microvm string
 	// maxSessions is --max-sessions: the port's session limit.
 	maxSessions int
+	// maxConnsPerSession is --max-conns-per-session as the descriptor
+	// budget left it (descriptorBudget).
+	maxConnsPerSession int
 	// selfDeny are srtd's own API addresses: denied to every session's
 	// egress, whatever its allow-list, so that no sandbox can drive the
 	// server that made it (escape class 21).
@@ -35,13 +38,14 @@ type portOptions struct {
 // newPort probes the host once and returns the port.
 func newPort(o portOptions, lg *slog.Logger) (port.Port, error) {
 	opts := port.Options{
-		Sandbox:        port.SandboxOn,
-		Logger:         lg,
-		DefaultBackend: port.Backend(o.defaultBackend),
-		BwrapPath:      o.bwrap,
-		MaxSessions:    o.maxSessions,
-		MemoryLimit:    o.memoryLimit,
-		CgroupParent:   o.cgroupParent,
+		Sandbox:            port.SandboxOn,
+		Logger:             lg,
+		DefaultBackend:     port.Backend(o.defaultBackend),
+		BwrapPath:          o.bwrap,
+		MaxSessions:        o.maxSessions,
+		MaxConnsPerSession: o.maxConnsPerSession,
+		MemoryLimit:        o.memoryLimit,
+		CgroupParent:       o.cgroupParent,
 	}
 	switch {
 	case !o.sandboxOn:
