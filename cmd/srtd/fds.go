@@ -48,13 +48,16 @@ func (b fdBounds) fixed() uint64 {
 	return uint64(fdReserve + b.sessions*fdPerSession + b.execs*fdPerExec + b.terminals*fdPerTerminal + b.apiConns)
 }
 
-// planConns returns the per-session connection cap that fits a
-// descriptor limit of limit with bounds b: want when it fits, else the
-// largest cap that does (lowered true). It is an error when even
-// minConnsPerSession does not fit. A limit of 0 means unknown: want.
-func planConns(limit uint64, want int, b fdBounds) (conns int, lowered bool, err error) {
+// planConns returns the per-session connection cap and the session
+// limit that fit a descriptor limit of limit with bounds b: want and
+// b.sessions when they fit; else the largest cap that does (lowered
+// true); else, when not even minConnsPerSession fits, the cap
+// minConnsPerSession with as many sessions as fit (lowered true). It is
+// an error only when not one session fits. A limit of 0 means unknown:
+// want and b.sessions.
+func planConns(limit uint64, want int, b fdBounds) (conns, sessions int, lowered bool, err error) {
 	if limit == 0 {
-		return want, false, nil
+		return want, b.sessions, false, nil
 	}
 	per := uint64(b.sessions * fdPerConn)
 	fit := uint64(0)
@@ -62,30 +65,38 @@ func planConns(limit uint64, want int, b fdBounds) (conns int, lowered bool, err
 		fit = (limit - b.fixed()) / per
 	}
 	if fit >= uint64(want) {
-		return want, false, nil
+		return want, b.sessions, false, nil
 	}
 	if fit >= minConnsPerSession {
-		return int(fit), true, nil
+		return int(fit), b.sessions, true, nil
 	}
-	return 0, false, fmt.Errorf("descriptor limit %d is too low: %d sessions (--max-sessions) with %d proxy connections each, %d execs (--max-execs), %d terminals (--max-terminals), %d API connections (--max-api-conns) and a reserve of %d need %d descriptors; raise the limit (ulimit -n) or lower those flags",
-		limit, b.sessions, minConnsPerSession, b.execs, b.terminals, b.apiConns, fdReserve, b.fixed()+minConnsPerSession*per)
+	// Fewer sessions: each costs fdPerSession and its connections.
+	one := fdBounds{execs: b.execs, terminals: b.terminals, apiConns: b.apiConns}
+	perSession := uint64(fdPerSession + minConnsPerSession*fdPerConn)
+	if limit > one.fixed() {
+		if n := (limit - one.fixed()) / perSession; n >= 1 {
+			return minConnsPerSession, int(min(n, uint64(b.sessions))), true, nil
+		}
+	}
+	return 0, 0, false, fmt.Errorf("descriptor limit %d is too low: one session with %d proxy connections, %d execs (--max-execs), %d terminals (--max-terminals), %d API connections (--max-api-conns) and a reserve of %d need %d descriptors; raise the limit (ulimit -n) or lower those flags",
+		limit, minConnsPerSession, b.execs, b.terminals, b.apiConns, fdReserve, one.fixed()+perSession)
 }
 
 // descriptorBudget raises srtd's RLIMIT_NOFILE soft limit to the hard
 // limit, logs both, and returns the per-session connection cap that fits
-// (planConns), logging when it is lower than want.
-func descriptorBudget(lg *slog.Logger, want int, b fdBounds) (int, error) {
+// and session limit (planConns), logging when they are lower than asked.
+func descriptorBudget(lg *slog.Logger, want int, b fdBounds) (conns, sessions int, err error) {
 	soft, hard, err := raiseNoFile()
 	if err != nil {
-		return 0, fmt.Errorf("descriptor limit: %w", err)
+		return 0, 0, fmt.Errorf("descriptor limit: %w", err)
 	}
-	conns, lowered, err := planConns(soft, want, b)
+	conns, sessions, lowered, err := planConns(soft, want, b)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if lowered {
-		lg.Warn("--max-conns-per-session lowered to fit the descriptor limit", "want", want, "connsPerSession", conns, "limit", soft)
+		lg.Warn("lowered to fit the descriptor limit (raise ulimit -n for more)", "maxConnsPerSession", conns, "wantConns", want, "maxSessions", sessions, "wantSessions", b.sessions, "limit", soft)
 	}
-	lg.Info("descriptor budget", "limit", soft, "hard", hard, "connsPerSession", conns, "sessions", b.sessions)
-	return conns, nil
+	lg.Info("descriptor budget", "limit", soft, "hard", hard, "connsPerSession", conns, "sessions", sessions)
+	return conns, sessions, nil
 }

@@ -163,7 +163,7 @@ func serve(args []string, stderr io.Writer) error {
 		level = slog.LevelDebug
 	}
 	lg := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	conns, err := descriptorBudget(lg, *maxConns, fdBounds{sessions: *maxSessions, execs: *maxExecs, terminals: *maxTerminals, apiConns: *maxAPIConns})
+	conns, sessions, err := descriptorBudget(lg, *maxConns, fdBounds{sessions: *maxSessions, execs: *maxExecs, terminals: *maxTerminals, apiConns: *maxAPIConns})
 	if err != nil {
 		return err
 	}
@@ -185,7 +185,7 @@ func serve(args []string, stderr io.Writer) error {
 		return err
 	}
 	defer unregister()
-	pt, err := newPort(portOptions{sandboxOn: sandboxOn, defaultBackend: *defaultBackend, nameGlobs: *nameGlobs, bwrap: *bwrap, microvm: vmMode, maxSessions: *maxSessions,
+	pt, err := newPort(portOptions{sandboxOn: sandboxOn, defaultBackend: *defaultBackend, nameGlobs: *nameGlobs, bwrap: *bwrap, microvm: vmMode, maxSessions: sessions,
 		selfDeny: selfAddresses(ln.Addr()), maxConnsPerSession: conns, memoryLimit: memoryLimit, cgroupParent: *cgroupParent}, lg)
 	if err != nil {
 		return err
