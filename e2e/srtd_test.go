@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -216,6 +217,13 @@ func TestSrtdBackendRule(t *testing.T) {
 	}
 	if _, err := off.c.Launch(ctx, port.Spec{SessionID: "o2", WorkspaceID: "w"}, port.BackendNative); err == nil {
 		t.Error("--sandbox off accepted an explicit native")
+	}
+	// Terminals follow the same rule: no native shell under --sandbox off.
+	if tm, err := off.c.OpenTerminal(ctx, client.TerminalRequest{Backend: port.BackendNative}); err == nil {
+		tm.Close()
+		t.Error("--sandbox off opened a native terminal")
+	} else if ce := (*client.Error)(nil); !errors.As(err, &ce) || ce.Status != http.StatusConflict {
+		t.Errorf("--sandbox off native terminal: %v; want the 409 a native session gets", err)
 	}
 }
 
