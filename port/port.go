@@ -178,15 +178,19 @@ type ExecRequest struct {
 	Timeout time.Duration `json:"-"`
 }
 
-// Probe is the host probe's result (seed 000, "Sonde").
+// Probe is the host probe's result (seed 000, "Sonde"). The microvm
+// fields come from a test boot that finishes after start-up: while
+// MicroVMState is MicroVMProbing, MicroVMAvailable is false and
+// MicroVMNote is "probing".
 type Probe struct {
-	Platform         string `json:"platform"`
-	Available        bool   `json:"available"`
-	Note             string `json:"note"`
-	RequiresInstall  bool   `json:"requiresInstall"`
-	InstallHint      string `json:"installHint,omitempty"`
-	MicroVMAvailable bool   `json:"microvmAvailable"`
-	MicroVMNote      string `json:"microvmNote,omitempty"`
+	Platform         string       `json:"platform"`
+	Available        bool         `json:"available"`
+	Note             string       `json:"note"`
+	RequiresInstall  bool         `json:"requiresInstall"`
+	InstallHint      string       `json:"installHint,omitempty"`
+	MicroVMAvailable bool         `json:"microvmAvailable"`
+	MicroVMNote      string       `json:"microvmNote,omitempty"`
+	MicroVMState     MicroVMState `json:"microvmState"`
 }
 
 // Sandbox is one launched session.

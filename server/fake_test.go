@@ -29,7 +29,7 @@ type fakePort struct {
 }
 
 func newFakePort(available bool) *fakePort {
-	p := port.Probe{Platform: "linux", Available: available, Note: "fake"}
+	p := port.Probe{Platform: "linux", Available: available, Note: "fake", MicroVMNote: "fake: no VM", MicroVMState: port.MicroVMUnavailable}
 	if !available {
 		p.RequiresInstall, p.InstallHint = true, "apt-get install bubblewrap"
 	}
