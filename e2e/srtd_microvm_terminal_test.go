@@ -129,8 +129,8 @@ func TestSrtdMicroVMTerminal(t *testing.T) {
 	d := startSrtdVM(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	if p, err := d.c.Probe(ctx); err != nil || !p.MicroVMAvailable {
-		t.Fatalf("probe %+v %v; want microvmAvailable", p, err)
+	if p := awaitMicroVMProbe(t, d); !p.MicroVMAvailable {
+		t.Fatalf("probe %+v; want microvmAvailable", p)
 	}
 
 	t.Run("home-refused", func(t *testing.T) {

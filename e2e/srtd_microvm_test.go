@@ -94,12 +94,13 @@ func TestSrtdMicroVM(t *testing.T) {
 	ctx := context.Background()
 	start := time.Now()
 	d := startSrtdVM(t, nil, "--name-glob-write-denies", "none")
-	t.Logf("srtd with the microvm probe started in %v", time.Since(start))
-	if !strings.Contains(d.stderr(), `microvm="available: QEMU microVM`) {
-		t.Fatalf("start-up line does not report microvm available:\n%s", d.stderr())
+	t.Logf("srtd started in %v", time.Since(start))
+	if p := awaitMicroVMProbe(t, d); !p.MicroVMAvailable {
+		t.Fatalf("probe %+v; want microvmAvailable", p)
 	}
-	if p, err := d.c.Probe(ctx); err != nil || !p.MicroVMAvailable {
-		t.Fatalf("probe %+v %v; want microvmAvailable", p, err)
+	t.Logf("microvm probe done %v after start", time.Since(start))
+	if !strings.Contains(d.stderr(), `microvm="available: QEMU microVM`) {
+		t.Fatalf("srtd's log does not report microvm available:\n%s", d.stderr())
 	}
 
 	rw, ro, prot, state := t.TempDir(), t.TempDir(), t.TempDir(), t.TempDir()
@@ -306,14 +307,13 @@ func TestSrtdMicroVMIncapableHost(t *testing.T) {
 	requireSandbox(t)
 	ctx := context.Background()
 	d := startSrtdVM(t, []string{"SRT_MICROVM_QEMU=/nonexistent/qemu-system-x86_64"})
-	p, err := d.c.Probe(ctx)
-	if err != nil || p.MicroVMAvailable || !strings.Contains(p.MicroVMNote, "qemu") {
-		t.Errorf("probe %+v %v; want microvm unavailable, naming qemu", p, err)
+	if p := awaitMicroVMProbe(t, d); p.MicroVMAvailable || p.MicroVMState != port.MicroVMUnavailable || !strings.Contains(p.MicroVMNote, "qemu") {
+		t.Errorf("probe %+v; want microvm unavailable, naming qemu", p)
 	}
 	if !strings.Contains(d.stderr(), `microvm="unavailable:`) {
-		t.Errorf("start-up line does not say microvm unavailable:\n%s", d.stderr())
+		t.Errorf("srtd's log does not say microvm unavailable:\n%s", d.stderr())
 	}
-	_, err = d.c.Launch(ctx, port.Spec{SessionID: "vm", WorkspaceID: "w"}, port.BackendMicroVM)
+	_, err := d.c.Launch(ctx, port.Spec{SessionID: "vm", WorkspaceID: "w"}, port.BackendMicroVM)
 	ce, ok := err.(*client.Error)
 	if !ok || ce.Status != 503 || !strings.Contains(ce.Error(), "not falling back") {
 		t.Errorf("explicit microvm on an incapable host: %v; want 503, not falling back", err)

@@ -21,7 +21,8 @@ func Probe(ctx context.Context) ProbeResult { return ProbeConfig(ctx, Config{}) 
 // accelerator settings and checks that its agent answers. The verdict is cached for
 // the life of the process, per (QEMUPath, InitPath, CacheDir, Accel): the
 // first call takes a boot (about 2-3 s under TCG, plus the one-time
-// kernel download), later calls nothing. ctx bounds the test boot.
+// kernel download), later calls nothing. ctx bounds the test boot; a
+// probe cut short by ctx is not cached.
 func ProbeConfig(ctx context.Context, cfg Config) ProbeResult {
 	key := fmt.Sprintf("%q %q %q %q", cfg.QEMUPath, cfg.InitPath, cfg.CacheDir, cfg.Accel)
 	probeMu.Lock()
@@ -30,7 +31,9 @@ func ProbeConfig(ctx context.Context, cfg Config) ProbeResult {
 		return r
 	}
 	r := probe(ctx, cfg)
-	probeCache[key] = r
+	if ctx.Err() == nil {
+		probeCache[key] = r
+	}
 	return r
 }
 

@@ -63,34 +63,46 @@ func defaultMicroVM() MicroVMLauncher { return NewMicroVMLauncher(microvm.Config
 type microVMLauncher struct {
 	base microvm.Config
 
-	once sync.Once
-	ok   bool
-	note string
+	mu     sync.Mutex // held while probing; guards the fields below
+	probed bool
+	ok     bool
+	note   string
 }
 
 // Probe implements MicroVMLauncher: microvm.ProbeConfig (a test boot),
-// once.
+// once. A probe cut short by ctx (the port closing; the test VM is torn
+// down) is not kept: the next call probes again.
 func (l *microVMLauncher) Probe(ctx context.Context) (bool, string) {
-	l.once.Do(func() {
-		if err := checkGuestInit(l.base.InitPath); err != nil {
-			l.note = "microvm unavailable: " + err.Error()
-			return
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.probed {
+		return l.ok, l.note
+	}
+	ok, note := l.probe(ctx)
+	if ctx.Err() != nil {
+		return false, "microvm probe cancelled: " + context.Cause(ctx).Error()
+	}
+	l.probed, l.ok, l.note = true, ok, note
+	return ok, note
+}
+
+func (l *microVMLauncher) probe(ctx context.Context) (bool, string) {
+	if err := checkGuestInit(l.base.InitPath); err != nil {
+		return false, "microvm unavailable: " + err.Error()
+	}
+	r := microvm.ProbeConfig(ctx, l.base)
+	if !r.Available {
+		note := r.Reason
+		if r.InstallHint != "" {
+			note += " (" + r.InstallHint + ")"
 		}
-		r := microvm.ProbeConfig(ctx, l.base)
-		if !r.Available {
-			l.note = r.Reason
-			if r.InstallHint != "" {
-				l.note += " (" + r.InstallHint + ")"
-			}
-			return
-		}
-		l.ok = true
-		l.note = fmt.Sprintf("QEMU microVM, %s, test boot %d ms", strings.ToUpper(r.Accel), r.BootMS)
-		if r.Reason != "" {
-			l.note += " (" + r.Reason + ")"
-		}
-	})
-	return l.ok, l.note
+		return false, note
+	}
+	note := fmt.Sprintf("QEMU microVM, %s, test boot %d ms", strings.ToUpper(r.Accel), r.BootMS)
+	if r.Reason != "" {
+		note += " (" + r.Reason + ")"
+	}
+	return true, note
 }
 
 // checkGuestInit refuses, before any download or boot, a guest /init
@@ -278,14 +290,14 @@ func (m *MicroVM) Close() error {
 // ErrBackendUnavailable, egress nil means the port's lists for spec
 // (baseline, GitHub, spec.EgressAllowlist; the fixed deny list). The
 // launch policy's name-glob write-denies are not applied: a terminal has
-// its own profile (seed 000). ctx bounds the boot; the VM lives until
-// Close.
+// its own profile (seed 000). ctx bounds the wait for the microvm
+// probe's verdict (see Choose) and the boot; the VM lives until Close.
 func (rt *Runtime) LaunchMicroVM(ctx context.Context, spec Spec, egress *EgressLists) (*MicroVM, error) {
 	if err := Validate(spec); err != nil {
 		return nil, err
 	}
 	spec = normalize(spec)
-	if _, err := rt.Choose(BackendMicroVM); err != nil {
+	if _, err := rt.Choose(ctx, BackendMicroVM); err != nil {
 		return nil, err
 	}
 	l, ok := rt.opts.MicroVM.(*microVMLauncher)

@@ -231,15 +231,19 @@ type ExecRequest struct {
 	Timeout time.Duration `json:"-"`
 }
 
-// Probe is the host probe's result (seed 000, "Sonde").
+// Probe is the host probe's result (seed 000, "Sonde"). The microvm
+// fields come from a test boot that finishes after start-up: while
+// MicroVMState is MicroVMProbing, MicroVMAvailable is false and
+// MicroVMNote is "probing".
 type Probe struct {
-	Platform         string `json:"platform"`
-	Available        bool   `json:"available"`
-	Note             string `json:"note"`
-	RequiresInstall  bool   `json:"requiresInstall"`
-	InstallHint      string `json:"installHint,omitempty"`
-	MicroVMAvailable bool   `json:"microvmAvailable"`
-	MicroVMNote      string `json:"microvmNote,omitempty"`
+	Platform         string       `json:"platform"`
+	Available        bool         `json:"available"`
+	Note             string       `json:"note"`
+	RequiresInstall  bool         `json:"requiresInstall"`
+	InstallHint      string       `json:"installHint,omitempty"`
+	MicroVMAvailable bool         `json:"microvmAvailable"`
+	MicroVMNote      string       `json:"microvmNote,omitempty"`
+	MicroVMState     MicroVMState `json:"microvmState"`
 }
 
 // Sandbox is one launched session.
@@ -302,6 +306,11 @@ type Port interface {
 	// not start), where it stays until Destroy. Destroy while created
 	// cancels the start and leaves nothing behind.
 	Start(ctx context.Context, spec Spec, backend Backend) (Sandbox, error)
+	// Choose returns the backend a launch naming requested runs on, or
+	// the error Launch would give (see Runtime.Choose): the one backend
+	// rule, which srtd's terminals follow too. It may wait, bounded by
+	// ctx, for the microvm probe.
+	Choose(ctx context.Context, requested Backend) (Backend, error)
 	// Lookup returns the sandbox named id that is not destroyed, starting
 	// (StateCreated) and failed (StateError) ones included.
 	Lookup(id string) (Sandbox, bool)

@@ -132,7 +132,7 @@ func TestChoose(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := rt.Choose(c.req)
+			got, err := rt.Choose(context.Background(), c.req)
 			if c.fail {
 				if !errors.Is(err, ErrBackendUnavailable) {
 					t.Fatalf("Choose(%q) = %v, %v; want ErrBackendUnavailable", c.req, got, err)

@@ -110,7 +110,8 @@ var StandardNameGlobWriteDenies = []string{".env", "*.key", "*.pem"}
 type Runtime struct {
 	opts      Options
 	log       *slog.Logger
-	probe     Probe
+	probe     Probe         // the native part of the start-up probe
+	vmProbe   *microVMProbe // its microvm part, which may still be running
 	baseline  Baseline
 	nameGlobs []string
 	mem       memory // memory limits: memory_linux.go, memory_other.go
@@ -140,11 +141,12 @@ type ViolationReporter interface {
 	ReportViolation(v Violation)
 }
 
-// New probes the host once and returns the port. ctx bounds the probe
-// only (it runs bubblewrap once, at most 10 s, and, for the microvm
-// backend, boots one test VM). A nil Options.MicroVM means the microvm
-// package's launcher (NewMicroVMLauncher with the zero Config) where the
-// platform has one; MicroVMDisabled opts out.
+// New probes the host once and returns the port. ctx bounds the native
+// probe only (it runs bubblewrap once, at most 10 s); the microvm probe
+// (one test VM) runs in the background until its verdict, or until Close
+// (see MicroVMState, MicroVMProbed). A nil Options.MicroVM means the
+// microvm package's launcher (NewMicroVMLauncher with the zero Config)
+// where the platform has one; MicroVMDisabled opts out.
 func New(ctx context.Context, opts Options) (Port, error) {
 	if opts.MicroVM == nil {
 		opts.MicroVM = defaultMicroVM()
@@ -156,7 +158,8 @@ func New(ctx context.Context, opts Options) (Port, error) {
 	return rt, nil
 }
 
-// newRuntime is New with a probe to use instead of the host's (tests).
+// newRuntime is New with a probe to use instead of the host's (tests; see
+// probeHost for what a fixed probe replaces).
 func newRuntime(ctx context.Context, opts Options, probe *Probe) (*Runtime, error) {
 	set, err := ParseSandboxSetting(string(opts.Sandbox))
 	if err != nil {
@@ -185,11 +188,6 @@ func newRuntime(ctx context.Context, opts Options, probe *Probe) (*Runtime, erro
 		lg = slog.New(slog.DiscardHandler)
 	}
 	rt := &Runtime{opts: opts, log: lg, sessions: map[string]Sandbox{}}
-	if probe != nil {
-		rt.probe = *probe
-	} else {
-		rt.probe = probeHost(ctx, opts.BwrapPath, opts.MicroVM)
-	}
 	rt.baseline = DefaultBaseline()
 	if opts.Baseline != nil {
 		rt.baseline = *opts.Baseline
@@ -207,6 +205,8 @@ func newRuntime(ctx context.Context, opts Options, probe *Probe) (*Runtime, erro
 			lg.Warn("launch policy without file-name glob write-denies (.env, *.key, *.pem): native sandboxes may create them in writable binds")
 		}
 	}
+	// Last: nothing can fail once the microvm probe runs.
+	rt.probe, rt.vmProbe = probeHost(ctx, opts.BwrapPath, opts.MicroVM, probe, lg)
 	return rt, nil
 }
 
@@ -218,8 +218,34 @@ func checkBaseline(b Baseline) error {
 	return nil
 }
 
-// Probe implements Port: the result of the start-up probe.
-func (rt *Runtime) Probe() Probe { return rt.probe }
+// Probe implements Port: the native part of the start-up probe, and the
+// microvm part's verdict or, while its test boot runs, MicroVMState
+// MicroVMProbing with MicroVMNote "probing". It never blocks.
+func (rt *Runtime) Probe() Probe {
+	p := rt.probe
+	rt.vmProbe.fill(&p)
+	return p
+}
+
+// MicroVMProbed is closed once the microvm probe's verdict is known
+// (Probe then reports it). Close cancels a probe still running; its
+// verdict is then unavailable.
+func (rt *Runtime) MicroVMProbed() <-chan struct{} { return rt.vmProbe.done }
+
+// microVMVerdict waits, bounded by ctx, for the microvm probe's verdict
+// (microVMProbe.verdict); the port closing while it waited is ErrClosed.
+func (rt *Runtime) microVMVerdict(ctx context.Context) (bool, string, error) {
+	ok, note, err := rt.vmProbe.verdict(ctx, rt.log)
+	if err == nil && !ok {
+		rt.mu.Lock()
+		closed := rt.closed
+		rt.mu.Unlock()
+		if closed {
+			return false, "", ErrClosed
+		}
+	}
+	return ok, note, err
+}
 
 // SandboxOn reports whether --sandbox is on.
 func (rt *Runtime) SandboxOn() bool { return rt.opts.Sandbox != SandboxOff }
@@ -249,17 +275,19 @@ func (rt *Runtime) List() []Sandbox {
 	return all
 }
 
-// Close implements Port: it refuses later launches, then destroys every
-// sandbox, in parallel, those still starting too (Destroy cancels their
-// start), and returns their errors joined. A Launch waiting for its
+// Close implements Port: it refuses later launches, cancels the microvm
+// probe if it still runs (and waits for its test VM to go), then destroys
+// every sandbox, in parallel, those still starting too (Destroy cancels
+// their start), and returns their errors joined. A Launch waiting for its
 // sandbox then returns ErrClosed, as does the launch of an external
 // microVM backend's sandbox, which destroys it when it ends.
 func (rt *Runtime) Close(ctx context.Context) error {
 	rt.mu.Lock()
 	rt.closed = true
 	rt.mu.Unlock()
+	perr := rt.vmProbe.stop(ctx)
 	all := rt.List()
-	errs := make([]error, len(all))
+	errs := make([]error, len(all), len(all)+1)
 	var wg sync.WaitGroup
 	for i, s := range all {
 		wg.Go(func() {
@@ -269,7 +297,7 @@ func (rt *Runtime) Close(ctx context.Context) error {
 		})
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	return errors.Join(append(errs, perr)...)
 }
 
 // reserve claims id for sb (nil: a reservation publish fills in later):
@@ -329,15 +357,18 @@ func (rt *Runtime) forget(id string, sb Sandbox) {
 //   - --sandbox off: "" and none give none; native or microvm are errors
 //     that also wrap ErrSandboxDisabled.
 //   - microvm named: microvm, or an error when no VM can start; never
-//     native in its place.
+//     native in its place. While the microvm probe runs it waits for the
+//     verdict, bounded by ctx (ctx ending first: an error wrapping
+//     ErrMicroVMProbing).
 //   - native named: native, or an error when the host has none; never a
 //     native badge on the host.
-//   - "": Options.DefaultBackend; a microvm default that cannot start
-//     falls back to native with a log line; native falls back to none
+//   - "": Options.DefaultBackend; a microvm default waits for the
+//     microvm probe as above, and one that cannot start falls back to
+//     native with a log line; native falls back to none
 //     when the host offers no native sandbox ("on" never requires one).
 //
 // Any other value is a *SpecError for the field "backend".
-func (rt *Runtime) Choose(requested Backend) (Backend, error) {
+func (rt *Runtime) Choose(ctx context.Context, requested Backend) (Backend, error) {
 	switch requested {
 	case "", BackendNone, BackendNative, BackendMicroVM:
 	default:
@@ -353,8 +384,12 @@ func (rt *Runtime) Choose(requested Backend) (Backend, error) {
 	case BackendNone:
 		return BackendNone, nil
 	case BackendMicroVM:
-		if !rt.probe.MicroVMAvailable {
-			return "", fmt.Errorf("%w: microvm requested, but this host cannot start a VM (%s); not falling back to native", ErrBackendUnavailable, rt.probe.MicroVMNote)
+		ok, note, err := rt.microVMVerdict(ctx)
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			return "", fmt.Errorf("%w: microvm requested, but this host cannot start a VM (%s); not falling back to native", ErrBackendUnavailable, note)
 		}
 		return BackendMicroVM, nil
 	case BackendNative:
@@ -365,10 +400,14 @@ func (rt *Runtime) Choose(requested Backend) (Backend, error) {
 	}
 	pref := rt.opts.DefaultBackend
 	if pref == BackendMicroVM {
-		if rt.probe.MicroVMAvailable {
+		ok, note, err := rt.microVMVerdict(ctx)
+		if err != nil {
+			return "", err
+		}
+		if ok {
 			return BackendMicroVM, nil
 		}
-		rt.log.Info("default backend microvm unavailable; falling back to native", "reason", rt.probe.MicroVMNote)
+		rt.log.Info("default backend microvm unavailable; falling back to native", "reason", note)
 		pref = BackendNative
 	}
 	if pref == BackendNone {
@@ -430,7 +469,7 @@ func (rt *Runtime) Start(ctx context.Context, spec Spec, backend Backend) (Sandb
 		return nil, err
 	}
 	spec = normalize(spec)
-	b, err := rt.Choose(backend)
+	b, err := rt.Choose(ctx, backend)
 	if err != nil {
 		return nil, err
 	}

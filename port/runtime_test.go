@@ -110,7 +110,7 @@ func TestParseRequestedBackend(t *testing.T) {
 // statuses, as the errors come wrapped.
 func TestHTTPStatus(t *testing.T) {
 	rt := noneRuntime(t, Options{Sandbox: SandboxOff})
-	_, offErr := rt.Choose(BackendNative)
+	_, offErr := rt.Choose(context.Background(), BackendNative)
 	for _, c := range []struct {
 		err    error
 		status int

@@ -29,7 +29,7 @@ type fakePort struct {
 }
 
 func newFakePort(available bool) *fakePort {
-	p := port.Probe{Platform: "linux", Available: available, Note: "fake"}
+	p := port.Probe{Platform: "linux", Available: available, Note: "fake", MicroVMNote: "fake: no VM", MicroVMState: port.MicroVMUnavailable}
 	if !available {
 		p.RequiresInstall, p.InstallHint = true, "apt-get install bubblewrap"
 	}
@@ -106,6 +106,14 @@ func (f *fakePort) Launch(ctx context.Context, spec port.Spec, b port.Backend) (
 	sb.events = []port.Event{{Type: port.EventStarting, Seq: 1, Time: time.Now()}, {Type: port.EventReady, Seq: 2, Time: time.Now()}}
 	f.alive[spec.SessionID] = sb
 	return sb, nil
+}
+
+// Choose accepts every backend the fake's probe offers.
+func (f *fakePort) Choose(ctx context.Context, b port.Backend) (port.Backend, error) {
+	if b == "" {
+		b = port.BackendNative
+	}
+	return b, nil
 }
 
 func (f *fakePort) Lookup(id string) (port.Sandbox, bool) {

@@ -125,8 +125,8 @@ func (s *Server) newTerminal(w http.ResponseWriter, r *http.Request) {
 	// A sandboxed terminal is refused where a session on that backend
 	// would be: the port's one rule (Choose: --sandbox off refuses native
 	// and microvm, an unavailable backend is never replaced).
-	if c, ok := s.cfg.Port.(backendChooser); ok && backend != port.BackendNone {
-		if _, err := c.Choose(backend); err != nil {
+	if backend != port.BackendNone {
+		if _, err := s.cfg.Port.Choose(r.Context(), backend); err != nil {
 			s.log.Info("terminal refused", "backend", string(backend), "err", err)
 			s.writePortError(w, err)
 			return
@@ -379,11 +379,6 @@ func (s *Server) attachTerminal(w http.ResponseWriter, r *http.Request) {
 	if err := c.Write(ctx, websocket.MessageText, msg); err == nil {
 		c.Close(websocket.StatusNormalClosure, "exited")
 	}
-}
-
-// backendChooser is the port's backend rule (port.Runtime.Choose).
-type backendChooser interface {
-	Choose(requested port.Backend) (port.Backend, error)
 }
 
 // cwdError is a session workdir a backend cannot honour (a 400 on cwd).

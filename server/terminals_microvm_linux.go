@@ -45,7 +45,8 @@ func (s *Server) startMicroVMTerminal(id, cwd string, env []string, cols, rows i
 	if !ok {
 		return nil, nil, fmt.Errorf("%w: microvm: this port cannot boot a VM for a terminal", port.ErrBackendUnavailable)
 	}
-	if pr := s.cfg.Port.Probe(); !pr.MicroVMAvailable {
+	// While the microvm probe runs, LaunchMicroVM waits for its verdict.
+	if pr := s.cfg.Port.Probe(); !pr.MicroVMAvailable && pr.MicroVMState != port.MicroVMProbing {
 		return nil, nil, fmt.Errorf("%w: microvm requested, but this host cannot start a VM (%s); not falling back", port.ErrBackendUnavailable, pr.MicroVMNote)
 	}
 	home := s.cfg.Terminal.home()

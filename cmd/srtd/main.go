@@ -10,11 +10,15 @@
 // SIGINT, which destroy every sandbox and terminal before it exits.
 //
 // The microvm backend (issue 7) is probed at start-up with a test boot
-// (about 2-3 s under TCG, well under a second with KVM) unless --microvm
-// off or SRTD_MICROVM=off. Its guest /init is srtd itself when built
-// static (CGO_ENABLED=0), else SRT_MICROVM_INIT (a static srt); QEMU is
-// qemu-system-x86_64 in PATH, else SRT_MICROVM_QEMU. The start-up line
-// carries the verdict (microvm=...), and so does GET /v1/probe.
+// (seconds under TCG, well under a second with KVM) unless --microvm off
+// or SRTD_MICROVM=off. srtd does not wait for it: it serves at once, its
+// start-up line says microvm=probing, and one more line, "microvm probe",
+// gives the verdict once it is known (GET /v1/probe's microvmState says
+// probing meanwhile; a microvm launch waits for the verdict). A verdict
+// known at once (--microvm off, --sandbox off) is on the start-up line
+// itself. Its guest /init is srtd itself when built static
+// (CGO_ENABLED=0), else SRT_MICROVM_INIT (a static srt); QEMU is
+// qemu-system-x86_64 in PATH, else SRT_MICROVM_QEMU.
 //
 // Exit status: 0 after a signal, 2 for a usage error, 1 otherwise.
 package main
@@ -190,13 +194,9 @@ func serve(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// The one start-up line.
+	// The one start-up line (the microvm probe may still be running).
 	pr := pt.Probe()
-	vmNote := "available: " + pr.MicroVMNote
-	if !pr.MicroVMAvailable {
-		vmNote = "unavailable: " + pr.MicroVMNote
-	}
-	lg.Info(port.StartupLine(pr, sandboxOn), "microvm", vmNote, "terminalNetwork", *termNet)
+	lg.Info(port.StartupLine(pr, sandboxOn), "microvm", microVMVerdict(pr), "terminalNetwork", *termNet)
 
 	token, err := writeToken(*tokenFile)
 	if err != nil {
@@ -225,6 +225,12 @@ func serve(args []string, stderr io.Writer) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
+	if vp, ok := pt.(microVMProber); ok && pr.MicroVMState == port.MicroVMProbing {
+		go func() {
+			<-vp.MicroVMProbed()
+			lg.Info("microvm probe", "microvm", microVMVerdict(pt.Probe()))
+		}()
+	}
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
@@ -247,6 +253,24 @@ func serve(args []string, stderr io.Writer) error {
 		lg.Error("shutdown", "err", cerr)
 	}
 	return nil
+}
+
+// microVMProber is the port's (port.Runtime's) microvm probe, which may
+// finish after start-up.
+type microVMProber interface {
+	MicroVMProbed() <-chan struct{}
+}
+
+// microVMVerdict is the start-up lines' microvm value: "probing",
+// "available: <note>" or "unavailable: <note>".
+func microVMVerdict(pr port.Probe) string {
+	switch pr.MicroVMState {
+	case port.MicroVMProbing:
+		return "probing"
+	case port.MicroVMAvailable:
+		return "available: " + pr.MicroVMNote
+	}
+	return "unavailable: " + pr.MicroVMNote
 }
 
 // checkLoopback refuses a listen address that is not loopback, unless

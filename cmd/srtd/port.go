@@ -35,7 +35,8 @@ type portOptions struct {
 	cgroupParent string
 }
 
-// newPort probes the host once and returns the port.
+// newPort probes the host once (the microvm part in the background) and
+// returns the port.
 func newPort(o portOptions, lg *slog.Logger) (port.Port, error) {
 	opts := port.Options{
 		Sandbox:            port.SandboxOn,
