@@ -283,3 +283,12 @@ func (p *seatbeltProc) wait() (int, int) {
 	<-p.done
 	return p.code, p.sig
 }
+
+// precheckLaunch: what the Seatbelt translation refuses from the spec
+// alone (seatbeltBinds) is refused before Start answers, as on Linux.
+func precheckLaunch(rt *Runtime, spec Spec, b Backend) error {
+	if b != BackendNative {
+		return nil
+	}
+	return seatbeltBinds(spec)
+}

@@ -39,7 +39,7 @@ const StartTimeout = 30 * time.Second
 func launchNative(ctx context.Context, rt *Runtime, s *session) (runner, error) {
 	spec := s.spec
 	egress := EgressRules(rt.baseline, spec.NetworkEnabled, spec.EgressAllowlist)
-	p, err := sessionView(rt, spec, egress, nativeEnforcesNameGlobs(), "this kernel cannot run srt's creation-time name rules")
+	p, err := sessionView(rt, spec, egress, nativeEnforcesNameGlobs(), nativeNoNameGlobs)
 	if err != nil {
 		return nil, err
 	}
@@ -113,25 +113,13 @@ func (r *nativeRunner) endedWhy() error {
 // any writable path fails closed while the launch policy holds such
 // denies (Options.NameGlobWriteDenies): never a silently weaker policy.
 func sessionView(rt *Runtime, spec Spec, egress netrule.Rules, enforcesNameGlobs bool, why string) (*policy.Policy, error) {
+	if err := checkLaunchPolicy(rt, spec, enforcesNameGlobs, why); err != nil {
+		return nil, err
+	}
 	ro := ReadOnlyMode(spec.Mode)
-	var writable []string
 	binds := make([]policy.ViewBind, len(spec.BindMounts))
 	for i, b := range spec.BindMounts {
-		w := !ro && !b.ReadOnly
-		binds[i] = policy.ViewBind{Host: b.HostPath, Guest: b.GuestPath, Writable: w}
-		if w {
-			writable = append(writable, fmt.Sprintf("bindMounts[%d] %s", i, b.HostPath))
-		}
-	}
-	for i, d := range spec.RunnerStateDirs {
-		writable = append(writable, fmt.Sprintf("runnerStateDirs[%d] %s", i, d))
-	}
-	if len(rt.nameGlobs) > 0 && !enforcesNameGlobs && len(writable) > 0 {
-		return nil, fmt.Errorf("%w: the launch policy denies creating files named %s inside writable binds, and %s; writable here: %s (mode %s). Not launching with a weaker policy: use a read-only mode or readOnly binds",
-			ErrUnenforceable, strings.Join(rt.nameGlobs, ", "), why, strings.Join(writable, "; "), spec.Mode)
-	}
-	if err := checkGuests(spec, ro); err != nil {
-		return nil, err
+		binds[i] = policy.ViewBind{Host: b.HostPath, Guest: b.GuestPath, Writable: !ro && !b.ReadOnly}
 	}
 	p, err := policy.CompileView(policy.ViewRules{Binds: binds, Protected: spec.ProtectedPaths, Writable: spec.RunnerStateDirs, Network: egress})
 	if err != nil {
@@ -151,6 +139,52 @@ func sessionView(rt *Runtime, spec Spec, egress netrule.Rules, enforcesNameGlobs
 	}
 	p.Network.MaxConns = rt.opts.MaxConnsPerSession
 	return p, nil
+}
+
+// Why a Linux backend cannot refuse a file-name glob when the file is
+// created (checkLaunchPolicy's why).
+const (
+	nativeNoNameGlobs  = "this kernel cannot run srt's creation-time name rules"
+	microvmNoNameGlobs = "the microvm guest's virtio-9p shares cannot refuse a new file by its name"
+)
+
+// checkLaunchPolicy is what sessionView refuses before it compiles
+// anything: a launch policy the backend cannot enforce (file-name glob
+// write-denies it cannot refuse at creation while a path is writable:
+// ErrUnenforceable) and the binds checkGuests refuses (a *SpecError). It
+// reads the spec and the host's directories only, so that Start can run
+// it before it answers (precheckLaunch); the backend's start runs it
+// again, authoritatively.
+func checkLaunchPolicy(rt *Runtime, spec Spec, enforcesNameGlobs bool, why string) error {
+	ro := ReadOnlyMode(spec.Mode)
+	var writable []string
+	for i, b := range spec.BindMounts {
+		if !ro && !b.ReadOnly {
+			writable = append(writable, fmt.Sprintf("bindMounts[%d] %s", i, b.HostPath))
+		}
+	}
+	for i, d := range spec.RunnerStateDirs {
+		writable = append(writable, fmt.Sprintf("runnerStateDirs[%d] %s", i, d))
+	}
+	if len(rt.nameGlobs) > 0 && !enforcesNameGlobs && len(writable) > 0 {
+		return fmt.Errorf("%w: the launch policy denies creating files named %s inside writable binds, and %s; writable here: %s (mode %s). Not launching with a weaker policy: use a read-only mode or readOnly binds",
+			ErrUnenforceable, strings.Join(rt.nameGlobs, ", "), why, strings.Join(writable, "; "), spec.Mode)
+	}
+	return checkGuests(spec, ro)
+}
+
+// precheckLaunch is Start's synchronous part of a Linux backend's
+// checks (checkLaunchPolicy), so that a launch that does not wait gets
+// the same 400 or 422 as one that does, instead of a sandbox that goes to
+// the error state.
+func precheckLaunch(rt *Runtime, spec Spec, b Backend) error {
+	switch b {
+	case BackendNative:
+		return checkLaunchPolicy(rt, spec, nativeEnforcesNameGlobs(), nativeNoNameGlobs)
+	case BackendMicroVM:
+		return checkLaunchPolicy(rt, spec, microvmEnforcesNameGlobs, microvmNoNameGlobs)
+	}
+	return nil
 }
 
 // checkGuests refuses what would make bubblewrap change the host or fail

@@ -15,3 +15,6 @@ import (
 func launchNative(ctx context.Context, rt *Runtime, s *session) (runner, error) {
 	return nil, fmt.Errorf("%w: the native backend is not offered on %s", ErrBackendUnavailable, runtime.GOOS)
 }
+
+// precheckLaunch: nothing to check before the start here.
+func precheckLaunch(rt *Runtime, spec Spec, b Backend) error { return nil }

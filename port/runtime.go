@@ -476,6 +476,9 @@ func (rt *Runtime) Start(ctx context.Context, spec Spec, backend Backend) (Sandb
 	if err := rt.mem.check(spec, b); err != nil {
 		return nil, err
 	}
+	if err := precheckLaunch(rt, spec, b); err != nil {
+		return nil, err
+	}
 	if _, own := rt.opts.MicroVM.(microVMRunner); b == BackendMicroVM && !own {
 		return rt.launchForeign(ctx, spec)
 	}

@@ -16,6 +16,19 @@ import (
 // globMeta are the characters that make a protectedPaths entry a glob.
 const globMeta = "*?[{"
 
+// seatbeltBinds refuses a bind Seatbelt cannot show: a guestPath other
+// than its hostPath (ErrUnenforceable), since macOS has no mount
+// namespace and Seatbelt confines host paths.
+func seatbeltBinds(spec Spec) error {
+	for i, b := range spec.BindMounts {
+		if filepath.Clean(b.GuestPath) != filepath.Clean(b.HostPath) {
+			return fmt.Errorf("%w: bindMounts[%d]: guestPath %s differs from hostPath %s, and macOS has no mount namespace to show a host directory elsewhere (Seatbelt confines host paths); use guestPath = hostPath on macOS",
+				ErrUnenforceable, i, b.GuestPath, b.HostPath)
+		}
+	}
+	return nil
+}
+
 // seatbeltSpec translates spec into the agent profile's input: binds at
 // their host paths (writable in chat mode unless readOnly), protectedPaths
 // and the launch policy's name globs (nameGlobs) never writable,
@@ -38,12 +51,11 @@ func seatbeltSpec(spec Spec, nameGlobs []string, home, tmpDir, tag string, eg da
 		TmpDir:          tmpDir,
 		Tag:             tag,
 	}
-	for i, b := range spec.BindMounts {
-		host, guest := filepath.Clean(b.HostPath), filepath.Clean(b.GuestPath)
-		if guest != host {
-			return darwin.Spec{}, fmt.Errorf("%w: bindMounts[%d]: guestPath %s differs from hostPath %s, and macOS has no mount namespace to show a host directory elsewhere (Seatbelt confines host paths); use guestPath = hostPath on macOS",
-				ErrUnenforceable, i, b.GuestPath, b.HostPath)
-		}
+	if err := seatbeltBinds(spec); err != nil {
+		return darwin.Spec{}, err
+	}
+	for _, b := range spec.BindMounts {
+		host := filepath.Clean(b.HostPath)
 		ds.BindMounts = append(ds.BindMounts, darwin.BindMount{HostPath: host, GuestPath: host, ReadOnly: b.ReadOnly})
 	}
 	if spec.GuestWorkdir != "" {
