@@ -114,6 +114,26 @@ func (a *agentServer) handle(m wire.AgentMsg, fds []int) {
 			}
 		}
 		m.Env = env
+		// A working directory that is not one is said as such, before the
+		// command is looked up in it (else a missing cwd reads as a
+		// missing program).
+		if m.Dir != "" {
+			if st, err := os.Stat(m.Dir); err != nil || !st.IsDir() {
+				code, why := wire.ExitNotExec, "not a directory"
+				var pe *os.PathError
+				switch {
+				case errors.As(err, &pe):
+					why = pe.Err.Error()
+				case err != nil:
+					why = err.Error()
+				}
+				if errors.Is(err, unix.ENOENT) {
+					code = wire.ExitNotFound
+				}
+				a.send(wire.AgentMsg{Op: wire.AgentFailed, ID: m.ID, Code: code, Error: fmt.Sprintf("working directory %s: %s", m.Dir, why)}, nil)
+				return
+			}
+		}
 		path, code, err := lookPathIn(m.Argv[0], m.Env, m.Dir)
 		if err != nil {
 			a.send(wire.AgentMsg{Op: wire.AgentFailed, ID: m.ID, Code: code, Error: err.Error()}, nil)
