@@ -83,7 +83,7 @@ func TestSrtdDescriptorExhaustion(t *testing.T) {
 		if limit != 8192 || cap >= port.DefaultMaxConnsPerSession || cap < 8 {
 			t.Fatalf("limit %d, per-session cap %d; want 8192 and a cap lowered below %d to fit", limit, cap, port.DefaultMaxConnsPerSession)
 		}
-		if !strings.Contains(d.stderr(), "--max-conns-per-session lowered") {
+		if !strings.Contains(d.stderr(), "lowered to fit the descriptor limit") {
 			t.Errorf("the lowered cap is not logged:\n%s", d.stderr())
 		}
 

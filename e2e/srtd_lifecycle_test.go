@@ -269,3 +269,36 @@ func TestSrtdLifecycle(t *testing.T) {
 		expectEvents(t, bev, port.EventDestroyed)
 	})
 }
+
+// TestSrtdStartChecks: what the spec alone shows to be refused is refused
+// before a launch that does not wait answers (the same 400 as a blocking
+// one, not a 202 and an error state), and an exec in a working directory
+// that does not exist says so rather than blaming the program.
+func TestSrtdStartChecks(t *testing.T) {
+	forEachUser(t, func(t *testing.T, u *account) {
+		d := startSrtd(t, u)
+		proj := u.workDir(t)
+		for _, wait := range []string{"true", "false"} {
+			code, b := d.call(t, "POST", "/v1/sandboxes", fmt.Sprintf(`{"sessionId":"tmp-%s","wait":%s,"bindMounts":[{"hostPath":%q,"guestPath":"/tmp"}]}`, wait, wait, proj))
+			if code != http.StatusBadRequest || !strings.Contains(string(b), `"bindMounts[0].guestPath"`) {
+				t.Errorf("wait %s, a bind over the sandbox's TMPDIR: %d %s; want a 400 naming bindMounts[0].guestPath", wait, code, b)
+			}
+		}
+		if code, b := d.call(t, "GET", "/v1/sandboxes/tmp-false", ""); code != http.StatusNotFound {
+			t.Errorf("the refused launch left a sandbox: %d %s", code, b)
+		}
+
+		if code, b := d.call(t, "POST", "/v1/sandboxes", `{"sessionId":"cwd"}`); code != http.StatusCreated {
+			t.Fatalf("launch: %d %s", code, b)
+		}
+		for _, tc := range []struct{ cwd, want string }{
+			{"/nonexistent", "working directory /nonexistent: no such file or directory"},
+			{"/etc/passwd", "working directory /etc/passwd: not a directory"},
+		} {
+			out, errb, code, err := d.c.Run(context.Background(), "cwd", client.ExecRequest{Argv: []string{"ls"}, Cwd: tc.cwd})
+			if err != nil || code == 0 || !strings.Contains(string(errb), tc.want) {
+				t.Errorf("cwd %s: code %d err %v stdout %q stderr %q; want a failure saying %q", tc.cwd, code, err, out, errb, tc.want)
+			}
+		}
+	})
+}

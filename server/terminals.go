@@ -122,16 +122,6 @@ func (s *Server) newTerminal(w http.ResponseWriter, r *http.Request) {
 	if backend == "" {
 		backend = port.BackendNone // a terminal's default is the host shell
 	}
-	// A sandboxed terminal is refused where a session on that backend
-	// would be: the port's one rule (Choose: --sandbox off refuses native
-	// and microvm, an unavailable backend is never replaced).
-	if backend != port.BackendNone {
-		if _, err := s.cfg.Port.Choose(r.Context(), backend); err != nil {
-			s.log.Info("terminal refused", "backend", string(backend), "err", err)
-			s.writePortError(w, err)
-			return
-		}
-	}
 	network, ok := terminalNetwork(w, backend, s.cfg.Terminal, req.Network)
 	if !ok {
 		return
@@ -157,6 +147,16 @@ func (s *Server) newTerminal(w http.ResponseWriter, r *http.Request) {
 	if st, err := os.Stat(req.Cwd); err != nil || !st.IsDir() {
 		writeError(w, http.StatusBadRequest, "cwd", "cwd %q: not a directory", req.Cwd)
 		return
+	}
+	// The request is valid. A sandboxed terminal is refused where a session on that backend
+	// would be: the port's one rule (Choose: --sandbox off refuses native
+	// and microvm, an unavailable backend is never replaced).
+	if backend != port.BackendNone {
+		if _, err := s.cfg.Port.Choose(r.Context(), backend); err != nil {
+			s.log.Info("terminal refused", "backend", string(backend), "err", err)
+			s.writePortError(w, err)
+			return
+		}
 	}
 
 	s.mu.Lock()
