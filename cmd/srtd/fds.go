@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 
@@ -84,8 +85,11 @@ func planConns(limit uint64, want int, b fdBounds) (conns, sessions int, lowered
 
 // descriptorBudget raises srtd's RLIMIT_NOFILE soft limit to the hard
 // limit, logs both, and returns the per-session connection cap that fits
-// and session limit (planConns), logging when they are lower than asked.
-func descriptorBudget(lg *slog.Logger, want int, b fdBounds) (conns, sessions int, err error) {
+// and session limit (planConns), logging when they are lower than asked:
+// at Warn when explicit (the operator set --max-conns-per-session or
+// --max-sessions), else at Info, since the defaults are made to be
+// lowered on a host with a small limit.
+func descriptorBudget(lg *slog.Logger, want int, b fdBounds, explicit bool) (conns, sessions int, err error) {
 	soft, hard, err := raiseNoFile()
 	if err != nil {
 		return 0, 0, fmt.Errorf("descriptor limit: %w", err)
@@ -95,7 +99,11 @@ func descriptorBudget(lg *slog.Logger, want int, b fdBounds) (conns, sessions in
 		return 0, 0, err
 	}
 	if lowered {
-		lg.Warn("lowered to fit the descriptor limit (raise ulimit -n for more)", "maxConnsPerSession", conns, "wantConns", want, "maxSessions", sessions, "wantSessions", b.sessions, "limit", soft)
+		level := slog.LevelInfo
+		if explicit {
+			level = slog.LevelWarn
+		}
+		lg.Log(context.Background(), level, "lowered to fit the descriptor limit (raise ulimit -n for more)", "maxConnsPerSession", conns, "wantConns", want, "maxSessions", sessions, "wantSessions", b.sessions, "limit", soft)
 	}
 	lg.Info("descriptor budget", "limit", soft, "hard", hard, "connsPerSession", conns, "sessions", sessions)
 	return conns, sessions, nil

@@ -167,7 +167,11 @@ func serve(args []string, stderr io.Writer) error {
 		level = slog.LevelDebug
 	}
 	lg := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	conns, sessions, err := descriptorBudget(lg, *maxConns, fdBounds{sessions: *maxSessions, execs: *maxExecs, terminals: *maxTerminals, apiConns: *maxAPIConns})
+	explicit := false
+	fs.Visit(func(f *flag.Flag) {
+		explicit = explicit || f.Name == "max-conns-per-session" || f.Name == "max-sessions"
+	})
+	conns, sessions, err := descriptorBudget(lg, *maxConns, fdBounds{sessions: *maxSessions, execs: *maxExecs, terminals: *maxTerminals, apiConns: *maxAPIConns}, explicit)
 	if err != nil {
 		return err
 	}
