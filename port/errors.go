@@ -38,7 +38,16 @@ type TransitionError struct {
 }
 
 func (e *TransitionError) Error() string {
-	return fmt.Sprintf("%v: %s -> %s", ErrIllegalTransition, e.From, e.To)
+	msg := fmt.Sprintf("%v: %s -> %s", ErrIllegalTransition, e.From, e.To)
+	switch e.From {
+	case StateCreated:
+		msg += " (the sandbox is still starting: wait until it is warm)"
+	case StateSuspended:
+		msg += " (the sandbox is suspended: resume it first)"
+	case StateError:
+		msg += " (the sandbox failed: its handle's error says why; destroy it)"
+	}
+	return msg
 }
 
 func (e *TransitionError) Unwrap() error { return ErrIllegalTransition }

@@ -44,7 +44,7 @@ func newMemory(opts Options, lg *slog.Logger) (memory, error) {
 	case err != nil:
 		m.why = err.Error()
 		if m.limit > 0 {
-			lg.Warn("memory limit: unavailable; sessions run without the default limit, and a launch asking for memoryLimitBytes is refused", "reason", m.why)
+			lg.Warn("memory limit: unavailable; sessions run without the default limit, and a launch asking for memoryLimitBytes is refused (--cgroup-parent names a delegated cgroup)", "reason", m.why)
 		} else {
 			lg.Info("memory limit: off; unavailable for memoryLimitBytes too", "reason", m.why)
 		}
