@@ -18,7 +18,7 @@ package guest
 // PID 1 installed at boot (init_linux.go) stays stacked under it and keeps
 // refusing set-id modes with EPERM whatever happens here; a deny-only
 // errno outranks a notification, so those refusals are not reported (see
-// the package's limits in microvm/README.md).
+// README.md, "Violations").
 
 import (
 	"log/slog"
