@@ -54,7 +54,11 @@ type Config struct {
 	// proxy.Server. Nil denies every destination.
 	Policy *netrule.Policy
 	// OnViolation is called for each refused egress connection, as
-	// proxy.Config.OnViolation; violations are also events.
+	// proxy.Config.OnViolation, and for each refusal the guest's seccomp
+	// supervisor reports (filesystem writes the read-only shares and
+	// protected paths refuse, seccomp refusals); violations are also
+	// events. It is called from the goroutine reading the process's
+	// stream, so it must not block.
 	OnViolation func(violation.Violation)
 	// MaxConns bounds the connections that proxy serves at once
 	// (proxy.Config.MaxConns); 0 means proxy.DefaultMaxConns.

@@ -44,8 +44,9 @@ const (
 type Event struct {
 	Type EventType
 	Time time.Time
-	// ExecID is the Process.ID for stdout, stderr, exit and killed; 0
-	// for VM-wide events.
+	// ExecID is the Process.ID for stdout, stderr, exit, killed and a
+	// refusal in the guest (wire.FrameViolation); 0 for VM-wide events
+	// (the proxies' refusals).
 	ExecID int
 	// Data is the output for stdout and stderr.
 	Data []byte

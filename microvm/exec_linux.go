@@ -187,11 +187,28 @@ func (p *Process) readOutput(req ExecRequest) {
 			if v.events != nil {
 				v.events.emit(Event{Type: et, ExecID: p.ID, Data: append([]byte(nil), b...)})
 			}
+		case wire.FrameViolation:
+			// A refusal the guest's supervisor saw in this process's
+			// tree: the same event and callback as the proxies'.
+			vi, err := wire.DecodeViolation(b)
+			if err != nil {
+				v.log.Debug("guest violation frame", "exec", p.ID, "error", err)
+				continue
+			}
+			if v.events != nil {
+				v.events.emit(Event{Type: EventViolation, ExecID: p.ID, Violation: &vi})
+			}
+			if v.cfg.OnViolation != nil {
+				v.cfg.OnViolation(vi)
+			}
 		case wire.FrameExit:
 			var es wire.ExitStatus
 			if err := json.Unmarshal(b, &es); err != nil {
 				p.code, p.err = -1, fmt.Errorf("process %d: bad exit frame: %w", p.ID, err)
 				return
+			}
+			if es.ViolationsDropped > 0 {
+				v.log.Warn("guest violations dropped", "exec", p.ID, "count", es.ViolationsDropped)
 			}
 			p.code = es.Code
 			p.kmu.Lock()

@@ -87,11 +87,19 @@ func (a *agent) exec(st *yamux.Stream) {
 		defer outR.Close()
 		defer errR.Close()
 	}
-	pid, status, err := a.procs.start(path, req.Argv, attr)
+	// Refusals in the process's tree go to the host as frames on st
+	// (observe_linux.go).
+	w := newWatch(cfg, func(b []byte) error {
+		wmu.Lock()
+		defer wmu.Unlock()
+		return wire.WriteFrame(st, wire.FrameViolation, b)
+	})
+	pid, status, err := w.start(a.procs, path, req.Argv, attr)
 	for _, f := range childEnd {
 		f.Close()
 	}
 	if err != nil {
+		w.finish()
 		stdin.Close()
 		fail(err)
 		return
@@ -176,7 +184,7 @@ func (a *agent) exec(st *yamux.Stream) {
 		}
 		<-done
 	}
-	es := wire.ExitStatus{Code: ws.ExitStatus()}
+	es := wire.ExitStatus{Code: ws.ExitStatus(), ViolationsDropped: w.finish()}
 	if ws.Signaled() {
 		es.Signal = int(ws.Signal())
 		es.Code = 128 + es.Signal

@@ -5,7 +5,11 @@
 //
 // An exec stream then carries one JSON line (ExecRequest) from the host,
 // one JSON line (ExecStarted) from the guest, and frames both ways:
-// type (1 byte), length (4 bytes, big endian), payload.
+// type (1 byte), length (4 bytes, big endian), payload. The guest's
+// FrameViolation frames carry the refusals its seccomp supervisor saw in
+// that process's tree (microvm/guest, observe_linux.go), each written
+// before the call is answered or, for an observed filesystem call, once
+// it is classified, and all of them before FrameExit.
 package wire
 
 import (
@@ -14,6 +18,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/srt-go/srt/violation"
 )
 
 // Version is bumped on every incompatible change; the guest reports it in
@@ -107,7 +113,33 @@ const (
 	FrameExit   byte = 3 // guest→host; ExitStatus
 	FrameSignal byte = 4 // host→guest; 1 byte signal number
 	FrameResize byte = 5 // host→guest; rows, cols as uint16 big endian
+	// FrameViolation is guest→host: one violation.Violation as JSON
+	// (EncodeViolation), a refusal in the process's tree. The host emits
+	// it as a violation event; a frame that does not decode is dropped.
+	FrameViolation byte = 6
 )
+
+// EncodeViolation is the payload of a FrameViolation. Raw is filled in
+// (violation.Violation.Line) when empty, so both ends show one line.
+func EncodeViolation(v violation.Violation) ([]byte, error) {
+	if v.Raw == "" {
+		v.Raw = v.Line()
+	}
+	return json.Marshal(v)
+}
+
+// DecodeViolation parses a FrameViolation payload; it refuses one without
+// an Action or Target, which no refusal lacks.
+func DecodeViolation(p []byte) (violation.Violation, error) {
+	var v violation.Violation
+	if err := json.Unmarshal(p, &v); err != nil {
+		return v, fmt.Errorf("violation frame: %w", err)
+	}
+	if v.Action == "" || v.Target == "" {
+		return v, errors.New("violation frame without action or target")
+	}
+	return v, nil
+}
 
 // MaxFrame bounds a frame's payload.
 const MaxFrame = 1 << 20
@@ -118,6 +150,10 @@ type ExitStatus struct {
 	Code int `json:"code"`
 	// Signal is N when the process was killed by a signal, else 0.
 	Signal int `json:"signal,omitempty"`
+	// ViolationsDropped counts the refusals the guest did not send because
+	// the stream was too far behind (the queue is bounded so that a flood
+	// never blocks the workload).
+	ViolationsDropped int `json:"violationsDropped,omitempty"`
 }
 
 // WriteFrame writes one frame.

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/srt-go/srt/violation"
 )
 
 func TestFrameRoundTrip(t *testing.T) {
@@ -56,5 +58,34 @@ func TestJSONLineLeavesTheRest(t *testing.T) {
 	rest, _ := io.ReadAll(r)
 	if string(rest) != "REST" {
 		t.Errorf("rest %q", rest)
+	}
+}
+
+func TestViolationFrame(t *testing.T) {
+	in := violation.Violation{Action: violation.FileWriteCreate, Target: "/ro/x", Reason: "read-only share", PID: 7, Exe: "/bin/busybox"}
+	p, err := EncodeViolation(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := WriteFrame(&b, FrameViolation, p); err != nil {
+		t.Fatal(err)
+	}
+	typ, got, err := ReadFrame(&b, nil)
+	if err != nil || typ != FrameViolation {
+		t.Fatalf("ReadFrame = %d, %v", typ, err)
+	}
+	v, err := DecodeViolation(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Raw = "deny file-write-create /ro/x (read-only share)"
+	if v != in {
+		t.Errorf("round trip = %+v, want %+v", v, in)
+	}
+	for _, bad := range []string{`{"action":"file-write-data"}`, `{"target":"/x"}`, `not json`} {
+		if _, err := DecodeViolation([]byte(bad)); err == nil {
+			t.Errorf("DecodeViolation(%s) accepted", bad)
+		}
 	}
 }

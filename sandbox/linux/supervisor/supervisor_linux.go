@@ -141,6 +141,14 @@ func (n *Supervisor) Serve() {
 	}()
 }
 
+// Ended returns a channel closed once the supervisor stopped answering —
+// the filter has no process left (POLLHUP), the listener never came, or
+// Close was called — and every violation recorded until then has gone to
+// Config.OnViolation. For a caller whose sandbox's processes may outlive
+// its wait (the microvm guest's exec): Close would make their notified
+// calls fail. Call it after Serve.
+func (n *Supervisor) Ended() <-chan struct{} { return n.obs.done }
+
 // Close stops answering (every process of the sandbox must be gone: a
 // call notified after this would wait until srt exits) and waits until
 // every recorded violation has been reported. Only the first call does

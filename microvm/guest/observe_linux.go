@@ -1,0 +1,223 @@
+package guest
+
+// The guest's half of "every refusal is a violation" (issue 16): each
+// process the agent starts carries a notifying seccomp filter answered by
+// srt's own supervisor (sandbox/linux/supervisor), running here in PID 1,
+// with the guest's share table as its policy. The supervisor reports the
+// seccomp refusals and, observing the write-intent filesystem calls
+// (answered CONTINUE: the mounts still decide), the writes that a
+// read-only share or a protected path refuses, classified by the same
+// rules as a native session's. Each report becomes a wire.FrameViolation
+// on the process's exec stream, before its FrameExit.
+//
+// The filter is put on one OS thread of PID 1 only (seccomp.ThreadListener)
+// and the process is forked from that thread, so it inherits the filter
+// while the agent stays unfiltered; the thread ends right after the fork.
+// The listener's only holder is the supervisor: if it stops, the kernel
+// fails every notified call with ENOSYS (fail closed). The set-id filter
+// PID 1 installed at boot (init_linux.go) stays stacked under it and keeps
+// refusing set-id modes with EPERM whatever happens here; a deny-only
+// errno outranks a notification, so those refusals are not reported (see
+// README.md, "Violations").
+
+import (
+	"log/slog"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/srt-go/srt/microvm/internal/wire"
+	"github.com/srt-go/srt/policy"
+	"github.com/srt-go/srt/sandbox/linux/supervisor"
+	lwire "github.com/srt-go/srt/sandbox/linux/wire"
+	"github.com/srt-go/srt/seccomp"
+	"github.com/srt-go/srt/violation"
+	"golang.org/x/sys/unix"
+)
+
+// observeOptions is the workload's notifying filter. The guest has no
+// socket or namespace rules of its own (its capabilities are dropped and
+// its only way out is the relays), so AF_UNIX sockets and nested
+// namespaces stay allowed; the rest of seccomp.Build's refusals (io_uring,
+// keyrings, bpf, perf, TIOCSTI, …) apply and are reported.
+var observeOptions = seccomp.Options{
+	Notify: true, ObserveWrites: true,
+	AllowUnixSockets: true, AllowNestedUserNamespaces: true,
+}
+
+// noTmpDir is the supervisor's private TMPDIR, whose writes it never
+// records: a path nothing is ever at, since every guest path can be a
+// share (a host /tmp directory is shared at its own path).
+const noTmpDir = "/.srt/none"
+
+// violationQueue bounds the reports waiting for the exec stream: past it
+// they are counted (wire.ExitStatus.ViolationsDropped), never waited for,
+// so a flood cannot block the supervisor or the workload.
+const violationQueue = 256
+
+// drainWait bounds how long the exit status waits for the supervisor to
+// report the process's last calls (it ends when the filter has no process
+// left; a background process that outlives the exec keeps it going).
+const drainWait = 2 * time.Second
+
+// Rules naming why a guest path is read-only (violation.Violation.Reason).
+const (
+	ruleReadOnlyShare = "read-only share"
+	ruleProtected     = "protected path"
+)
+
+// guestPolicy is the share table as a policy the supervisor judges guest
+// paths by: everything is writable except the read-only shares and the
+// protected paths. A read-only share with a writable one inside it is left
+// out (a DenyWrite cannot have a hole), so writes refused there go
+// unreported; they are refused all the same.
+func guestPolicy(cfg wire.GuestConfig) *policy.Policy {
+	p := &policy.Policy{AllowWrite: []policy.Path{{Literal: "/", Resolved: "/", Kind: policy.Dir, Rule: "guest", IsDir: true}}}
+	for _, s := range cfg.Shares {
+		if !s.ReadOnly || slices.ContainsFunc(cfg.Shares, func(o wire.Share) bool {
+			return !o.ReadOnly && o.Path != s.Path && policy.Within(o.Path, s.Path)
+		}) {
+			continue
+		}
+		p.DenyWrite = append(p.DenyWrite, policy.Path{Literal: s.Path, Resolved: s.Path, Kind: policy.Dir, Rule: ruleReadOnlyShare, IsDir: true})
+	}
+	for _, pp := range cfg.Protected {
+		p.DenyWrite = append(p.DenyWrite, policy.Path{Literal: pp, Resolved: pp, Rule: ruleProtected})
+	}
+	return p
+}
+
+// watch is one process tree's supervisor and the queue of its reports.
+type watch struct {
+	sup     *supervisor.Supervisor // nil: started without observation
+	end     *os.File               // the socket the listener goes over
+	q       chan violation.Violation
+	stop    chan struct{}
+	written chan struct{} // closed when the writer has sent the queue
+	dropped atomic.Int64
+	once    sync.Once
+}
+
+// newWatch prepares a supervisor for one process; send writes one
+// FrameViolation payload. On error (no supervisor) the process starts
+// unobserved, still under the set-id filter.
+func newWatch(cfg wire.GuestConfig, send func([]byte) error) *watch {
+	w := &watch{q: make(chan violation.Violation, violationQueue), stop: make(chan struct{}), written: make(chan struct{})}
+	sup, end, err := supervisor.New(supervisor.Config{
+		Seccomp: observeOptions, Policy: guestPolicy(cfg), TmpDir: noTmpDir,
+		OnViolation: w.put, Logger: slog.New(slog.DiscardHandler),
+	})
+	if err == nil {
+		w.sup, w.end = sup, end
+		sup.Serve()
+	}
+	go w.write(send)
+	return w
+}
+
+// put queues a report; it never blocks.
+func (w *watch) put(v violation.Violation) {
+	select {
+	case w.q <- v:
+	default:
+		w.dropped.Add(1)
+	}
+}
+
+// write sends the queued reports until stop, then what is left.
+func (w *watch) write(send func([]byte) error) {
+	defer close(w.written)
+	out := func(v violation.Violation) {
+		if b, err := wire.EncodeViolation(v); err == nil && send(b) != nil {
+			w.dropped.Add(1)
+		}
+	}
+	for {
+		select {
+		case v := <-w.q:
+			out(v)
+		case <-w.stop:
+			for {
+				select {
+				case v := <-w.q:
+					out(v)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// start starts the process on a thread of its own that carries the
+// notifying filter, which the process inherits. Without a supervisor, or
+// when this kernel gives no listener, it starts the process as before.
+func (w *watch) start(r *reaper, path string, argv []string, attr *os.ProcAttr) (int, <-chan unix.WaitStatus, error) {
+	if w.sup == nil {
+		return r.start(path, argv, attr)
+	}
+	type started struct {
+		pid int
+		c   <-chan unix.WaitStatus
+		err error
+	}
+	res := make(chan started, 1)
+	go func() {
+		// Never unlocked: the thread carries the filter and ends with
+		// this goroutine.
+		runtime.LockOSThread()
+		prog, err := seccomp.Build(observeOptions)
+		var fd int
+		if err == nil {
+			fd, err = seccomp.ThreadListener(prog)
+		}
+		if err != nil {
+			w.end.Close()
+			w.unobserved()
+			pid, c, err := r.start(path, argv, attr)
+			res <- started{pid, c, err}
+			return
+		}
+		err = lwire.SendListener(int(w.end.Fd()), fd)
+		unix.Close(fd) // the supervisor holds the only copy now
+		w.end.Close()
+		if err != nil {
+			// The thread's filter has no listener: every notified
+			// call would fail. Start nothing from it.
+			res <- started{err: err}
+			return
+		}
+		pid, c, err := r.start(path, argv, attr)
+		res <- started{pid, c, err}
+	}()
+	s := <-res
+	return s.pid, s.c, s.err
+}
+
+// unobserved drops the supervisor of a process started without the filter.
+func (w *watch) unobserved() {
+	w.sup.Close()
+	w.sup = nil
+}
+
+// finish waits, bounded, for the supervisor to report the process tree's
+// last calls, then for the writer to send them, and returns how many
+// reports were dropped. Reports that come later (a background process
+// that outlived the exec) are dropped too. Only the first call waits.
+func (w *watch) finish() int {
+	w.once.Do(func() {
+		if w.sup != nil {
+			select {
+			case <-w.sup.Ended():
+			case <-time.After(drainWait):
+			}
+			go func() { <-w.sup.Ended(); w.sup.Close() }()
+		}
+		close(w.stop)
+		<-w.written
+	})
+	return int(w.dropped.Load())
+}
