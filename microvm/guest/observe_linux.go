@@ -35,6 +35,7 @@ import (
 	lwire "github.com/srt-go/srt/sandbox/linux/wire"
 	"github.com/srt-go/srt/seccomp"
 	"github.com/srt-go/srt/violation"
+	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
 
@@ -58,10 +59,18 @@ const noTmpDir = "/.srt/none"
 // so a flood cannot block the supervisor or the workload.
 const violationQueue = 256
 
-// drainWait bounds how long the exit status waits for the supervisor to
-// report the process's last calls (it ends when the filter has no process
-// left; a background process that outlives the exec keeps it going).
-const drainWait = 2 * time.Second
+// drainWait bounds how long the exit status waits for the rest of the
+// process tree's reports (the supervisor ends when the filter has no
+// process left; a background process that outlives the exec keeps it
+// going). The exec's own process cannot have a report in flight: the
+// supervisor records a refusal before it answers the call, and a process
+// blocked in a notified call has not exited. So the wait is short, and a
+// background process delays the exit status by no more than it.
+const drainWait = 100 * time.Millisecond
+
+// observeProgram is the workload filter, built once: the same program
+// for every process.
+var observeProgram = sync.OnceValues(func() ([]bpf.RawInstruction, error) { return seccomp.Build(observeOptions) })
 
 // Rules naming why a guest path is read-only (violation.Violation.Reason).
 const (
@@ -169,7 +178,7 @@ func (w *watch) start(r *reaper, path string, argv []string, attr *os.ProcAttr) 
 		// Never unlocked: the thread carries the filter and ends with
 		// this goroutine.
 		runtime.LockOSThread()
-		prog, err := seccomp.Build(observeOptions)
+		prog, err := observeProgram()
 		var fd int
 		if err == nil {
 			fd, err = seccomp.ThreadListener(prog)
