@@ -298,3 +298,61 @@ func descendants(root int) []int {
 	}
 	return out
 }
+
+// tcpFill makes pairs of loopback TCP connections inside the sandbox with
+// big buffers, fills them without reading, and prints the bytes queued.
+const tcpFill = `
+import socket, sys
+pairs, total = [], 0
+ls = socket.socket(); ls.bind(("127.0.0.1", 0)); ls.listen(512)
+for i in range(int(sys.argv[1])):
+    c = socket.socket()
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
+    try:
+        c.connect(ls.getsockname())
+    except OSError:
+        break
+    s, _ = ls.accept()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    c.setblocking(False)
+    chunk = b"x" * (1 << 16)
+    while True:
+        try:
+            n = c.send(chunk)
+        except (BlockingIOError, OSError):
+            break
+        total += n
+    pairs.append((c, s))
+print(total)
+`
+
+// TestSrtdMemoryLimitSocketBuffers: a session's TCP buffers count against
+// its memory limit (cgroup v1 charges them only with
+// memory.kmem.tcp.limit_in_bytes set): a session limited to 64 MiB cannot
+// queue hundreds of MiB in loopback connections it never reads, which
+// would exhaust the host's tcp_mem for every other process.
+func TestSrtdMemoryLimitSocketBuffers(t *testing.T) {
+	forEachUser(t, func(t *testing.T, u *account) {
+		var d *srtd
+		if u.direct {
+			d = startSrtd(t, u, "--memory-limit", "1G")
+		} else {
+			d = startSrtd(t, u, "--memory-limit", "1G", "--cgroup-parent", delegatedCgroup(t, u))
+		}
+		if _, err := d.c.Launch(context.Background(), port.Spec{SessionID: "tcp", WorkspaceID: "w", MemoryLimitBytes: 64 * mib}, port.BackendNative); err != nil {
+			t.Fatal(err)
+		}
+		out, errb, code, err := d.c.Run(context.Background(), "tcp", client.ExecRequest{Argv: []string{"python3", "-c", tcpFill, "100"}, TimeoutMs: 120000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, perr := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+		// Killed (137) is within the limit too; otherwise the queued
+		// bytes must stay near it: the limit, with room for the kernel's
+		// rounding, not the ~8 MiB per pair the buffers would hold.
+		if code != 137 && (perr != nil || n > 2*64*mib) {
+			t.Errorf("queued %q bytes (code %d, stderr %s) in TCP buffers under a 64 MiB limit; want at most ~%d", out, code, errb, 2*64*mib)
+		}
+		t.Logf("queued %d bytes, code %d", n, code)
+	})
+}

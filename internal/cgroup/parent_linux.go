@@ -100,7 +100,8 @@ func (p *Parent) String() string {
 // memory.max and memory.swap.max=0 on v2 (cgroup-v2.rst, "Memory
 // Interface Files"), memory.limit_in_bytes and then
 // memory.memsw.limit_in_bytes=limit on v1 (cgroup-v1/memory.rst, 2.4 and
-// 2.5; memsw must not be below the limit, hence the order). A leftover
+// 2.5; memsw must not be below the limit, hence the order), and
+// memory.kmem.tcp.limit_in_bytes=limit so that socket buffers count (2.7.3). A leftover
 // empty cgroup of the same name is removed first; a populated one is an
 // error. On any error nothing is left behind.
 func (p *Parent) New(name string, limit int64) (*Group, error) {
@@ -126,12 +127,17 @@ func (p *Parent) New(name string, limit int64) (*Group, error) {
 	if p.version == V2 {
 		files = [][2]string{{"memory.max", v}, {"memory.swap.max", "0"}}
 	} else {
-		files = [][2]string{{"memory.limit_in_bytes", v}, {"memory.memsw.limit_in_bytes", v}}
+		// v1 charges a socket's buffers to the cgroup only once
+		// memory.kmem.tcp.limit_in_bytes is set (cgroup-v1/memory.rst,
+		// 2.7.3; v2 always charges them): without it a session queues
+		// gigabytes in loopback TCP buffers past its limit and exhausts
+		// the host's tcp_mem (found by a review).
+		files = [][2]string{{"memory.limit_in_bytes", v}, {"memory.memsw.limit_in_bytes", v}, {"memory.kmem.tcp.limit_in_bytes", v}}
 	}
 	for i, f := range files {
 		err := writeFile(filepath.Join(g.dir, f[0]), f[1])
 		if i > 0 && errors.Is(err, os.ErrNotExist) {
-			continue // no swap accounting on this kernel: nothing to cap
+			continue // no swap (or TCP) accounting on this kernel: nothing to cap
 		}
 		if err != nil {
 			unix.Rmdir(g.dir)
