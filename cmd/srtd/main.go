@@ -39,10 +39,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/srt-go/srt/api"
+	"github.com/srt-go/srt/internal/peeruid"
 	"github.com/srt-go/srt/microvm/guest"
 	"github.com/srt-go/srt/port"
 	"github.com/srt-go/srt/sandbox"
@@ -183,6 +185,11 @@ func serve(args []string, stderr io.Writer) error {
 		return err
 	}
 	defer ln.Close()
+	// Only this user's (and root's) connections, closed before a byte is
+	// read: another local user, who cannot have the token, cannot hold
+	// connection slots either (peeruid: the owner of a loopback peer's
+	// socket, from the kernel's socket table).
+	ln = peeruid.Filter(ln, peerAllowed, refusedPeerLog(lg))
 	// A bounded number of API connections, so a local client cannot spend
 	// srtd's descriptors either: more wait in the kernel's queue.
 	ln = netutil.LimitListener(ln, *maxAPIConns)
@@ -405,4 +412,32 @@ func sandboxMode(flagValue string, getenv func(string) string) (bool, error) {
 		return false, nil
 	}
 	return false, fmt.Errorf("%s %q: want on or off", src, mode)
+}
+
+// peerAllowed: srtd's own user, and root, who can read its token anyway.
+func peerAllowed(uid int) bool { return uid == os.Getuid() || uid == 0 }
+
+// refusedPeerLog logs refused API connections, at most one line a
+// second (a flood of them is one line per second, with the count).
+func refusedPeerLog(lg *slog.Logger) func(net.Addr, int, error) {
+	var (
+		mu     sync.Mutex
+		last   time.Time
+		folded int
+	)
+	return func(peer net.Addr, uid int, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if time.Since(last) < time.Second {
+			folded++
+			return
+		}
+		last = time.Now()
+		if err != nil {
+			lg.Warn("API connection refused: its owner is unknown", "peer", peer.String(), "err", err, "alsoRefused", folded)
+		} else {
+			lg.Warn("API connection refused: another user's", "peer", peer.String(), "uid", uid, "alsoRefused", folded)
+		}
+		folded = 0
+	}
 }

@@ -1,0 +1,79 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// slowBodies opens connections to srtd and holds each with a request whose
+// body never comes (the slow-body lock-out a review found), then prints
+// how many the server closed before a second had passed.
+const slowBodies = `
+import socket, sys, time
+host, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+conns = []
+for i in range(n):
+    s = socket.create_connection((host, port))
+    s.sendall(b"POST /v1/sandboxes HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n")
+    conns.append(s)
+time.sleep(1)
+closed = 0
+for s in conns:
+    s.settimeout(0.05)
+    try:
+        if s.recv(1) == b"":
+            closed += 1
+    except socket.timeout:
+        pass
+    except OSError:
+        closed += 1
+print(closed, flush=True)
+time.sleep(int(sys.argv[4]))
+`
+
+// TestSrtdOtherUsersConnections: another local user, who cannot read the
+// token, cannot hold srtd's API connection slots either: its connections
+// are closed before a byte is read, and the token holder is served while
+// it tries. Without the peer check, --max-api-conns slow-body requests
+// locked the legitimate client out for good.
+func TestSrtdOtherUsersConnections(t *testing.T) {
+	forEachUser(t, func(t *testing.T, u *account) {
+		d := startSrtd(t, u, "--max-api-conns", "8")
+		host, port, _ := strings.Cut(strings.TrimPrefix(d.url, "http://"), ":")
+		// The attacker: nobody, neither srtd's user nor root.
+		cmd := exec.Command("/usr/bin/python3", "-c", slowBodies, host, port, "40", "30")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		cmd.Dir = os.TempDir()
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		b := make([]byte, 32)
+		n, _ := out.Read(b)
+		closed, _ := strconv.Atoi(strings.TrimSpace(string(b[:n])))
+		if closed != 40 {
+			t.Errorf("srtd closed %d of another user's 40 connections at once; want all", closed)
+		}
+		// While the attacker still holds its sockets, the token holder is
+		// served.
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if _, err := d.c.Probe(ctx); err != nil {
+			t.Errorf("the token holder is locked out while another user holds connections: %v", err)
+		}
+		if !strings.Contains(d.stderr(), "API connection refused: another user's") {
+			t.Errorf("no log line for the refused connections:\n%s", d.stderr())
+		}
+	})
+}
