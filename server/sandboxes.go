@@ -40,6 +40,14 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request) {
 	// The sandbox outlives this request: it ends with DELETE or Close,
 	// not with the request's context. "wait": false answers 202 with the
 	// sandbox still created; GET then shows warm or error.
+	// The backend is chosen under the request's context first: a wait
+	// for the microvm probe ends with the request (503 "still probing"),
+	// not with srtd. Start chooses again, at once.
+	if _, err := s.cfg.Port.Choose(r.Context(), backend); err != nil {
+		s.log.Info("launch refused", "session", spec.SessionID, "backend", string(backend), "err", err)
+		s.writePortError(w, err)
+		return
+	}
 	launch, status := s.cfg.Port.Launch, http.StatusCreated
 	if req.Wait != nil && !*req.Wait {
 		launch, status = s.cfg.Port.Start, http.StatusAccepted
