@@ -43,12 +43,13 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request) {
 	// The backend is chosen under the request's context first: a wait
 	// for the microvm probe ends with the request (503 "still probing"),
 	// not with srtd. Start chooses again, at once.
-	if port.Validate(spec) != nil {
-		// The spec's 400 comes first; launch reports it.
-	} else if _, err := s.cfg.Port.Choose(r.Context(), backend); err != nil {
-		s.log.Info("launch refused", "session", spec.SessionID, "backend", string(backend), "err", err)
-		s.writePortError(w, err)
-		return
+	// (A bad spec's 400 comes first: launch reports it.)
+	if port.Validate(spec) == nil {
+		if _, err := s.cfg.Port.Choose(r.Context(), backend); err != nil {
+			s.log.Info("launch refused", "session", spec.SessionID, "backend", string(backend), "err", err)
+			s.writePortError(w, err)
+			return
+		}
 	}
 	launch, status := s.cfg.Port.Launch, http.StatusCreated
 	if req.Wait != nil && !*req.Wait {
