@@ -60,10 +60,10 @@ func nativeABI() (*abi, error) {
 		lookupDcookie:  unix.SYS_LOOKUP_DCOOKIE,
 
 		modeArgs: []modeArg{
-			{"chmod", unix.SYS_CHMOD, 1, true}, {"fchmod", unix.SYS_FCHMOD, 1, true},
-			{"fchmodat", unix.SYS_FCHMODAT, 2, true}, {"fchmodat2", unix.SYS_FCHMODAT2, 2, true},
-			{"open", unix.SYS_OPEN, 2, false}, {"openat", unix.SYS_OPENAT, 3, false}, {"creat", unix.SYS_CREAT, 1, false},
-			{"mknod", unix.SYS_MKNOD, 1, false}, {"mknodat", unix.SYS_MKNODAT, 2, false},
+			{"chmod", unix.SYS_CHMOD, 1, true, -1, 0}, {"fchmod", unix.SYS_FCHMOD, 1, true, 0, -1},
+			{"fchmodat", unix.SYS_FCHMODAT, 2, true, 0, 1}, {"fchmodat2", unix.SYS_FCHMODAT2, 2, true, 0, 1},
+			{"open", unix.SYS_OPEN, 2, false, -1, 0}, {"openat", unix.SYS_OPENAT, 3, false, 0, 1}, {"creat", unix.SYS_CREAT, 1, false, -1, 0},
+			{"mknod", unix.SYS_MKNOD, 1, false, -1, 0}, {"mknodat", unix.SYS_MKNODAT, 2, false, 0, 1},
 		},
 		setxattrs: []uint32{unix.SYS_SETXATTR, unix.SYS_LSETXATTR, unix.SYS_FSETXATTR, unix.SYS_SETXATTRAT},
 	}, nil

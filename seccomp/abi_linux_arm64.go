@@ -60,8 +60,8 @@ func nativeABI() (*abi, error) {
 		lookupDcookie:  unix.SYS_LOOKUP_DCOOKIE,
 
 		modeArgs: []modeArg{
-			{"fchmod", unix.SYS_FCHMOD, 1, true}, {"fchmodat", unix.SYS_FCHMODAT, 2, true}, {"fchmodat2", unix.SYS_FCHMODAT2, 2, true},
-			{"openat", unix.SYS_OPENAT, 3, false}, {"mknodat", unix.SYS_MKNODAT, 2, false},
+			{"fchmod", unix.SYS_FCHMOD, 1, true, 0, -1}, {"fchmodat", unix.SYS_FCHMODAT, 2, true, 0, 1}, {"fchmodat2", unix.SYS_FCHMODAT2, 2, true, 0, 1},
+			{"openat", unix.SYS_OPENAT, 3, false, 0, 1}, {"mknodat", unix.SYS_MKNODAT, 2, false, 0, 1},
 		},
 		setxattrs: []uint32{unix.SYS_SETXATTR, unix.SYS_LSETXATTR, unix.SYS_FSETXATTR, unix.SYS_SETXATTRAT},
 	}, nil

@@ -93,6 +93,9 @@ type modeArg struct {
 	// chmod: the mode is the file's new mode as it is (chmod family);
 	// otherwise it is a creation mode the umask still trims.
 	chmod bool
+	// dirfd and path index the file's name, as in FSCall; path -1 means
+	// the file is descriptor args[dirfd] itself (fchmod).
+	dirfd, path int
 }
 
 // rule refuses one system call, or some of its calls.
@@ -339,7 +342,9 @@ func Build(opts Options) ([]bpf.RawInstruction, error) {
 	}
 	rs := rules(opts, s)
 	if opts.Notify {
-		rs = notifyRules(rs, opts)
+		if rs, err = notifyRules(rs, opts, s); err != nil {
+			return nil, err
+		}
 	} else if opts.ObserveWrites || opts.ObserveReads || opts.EmulateCreates {
 		return nil, fmt.Errorf("seccomp: observing or emulating filesystem calls needs Notify")
 	}

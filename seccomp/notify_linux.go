@@ -18,7 +18,8 @@ type Call struct {
 	// Errno is the answer for a refused call: the errno the deny-only
 	// filter returns for it (EPERM; ENOSYS for clone3). Zero marks an
 	// observed filesystem call, which the listener must let run
-	// (SECCOMP_USER_NOTIF_FLAG_CONTINUE).
+	// (SECCOMP_USER_NOTIF_FLAG_CONTINUE), or a call notified for its mode
+	// alone (Mode).
 	Errno unix.Errno
 	// FS describes an observed call's arguments; nil for refused calls.
 	FS *FSCall
@@ -27,6 +28,12 @@ type Call struct {
 	// must never answer CONTINUE, since the caller could swap the
 	// descriptor or the address meanwhile.
 	Bind bool
+	// Mode, for a call that can set a file's mode, is the check the
+	// listener makes before anything else: a call whose mode has any
+	// ModeCheck.Refused bit must be answered EPERM (and may be recorded),
+	// whatever FS and Errno say; the filter notifies the call for that
+	// reason alone when neither is set. nil for other calls.
+	Mode *ModeCheck
 }
 
 // FSOp is what an observed filesystem call does to its path.
@@ -78,7 +85,7 @@ const writeFlags = unix.O_WRONLY | unix.O_RDWR | unix.O_CREAT | unix.O_TRUNC
 
 // notifyRules turns every refusal of rs into a notification and, when
 // asked, adds the observed filesystem calls.
-func notifyRules(rs []rule, opts Options) []rule {
+func notifyRules(rs []rule, opts Options, s *abi) ([]rule, error) {
 	out := make([]rule, 0, len(rs))
 	for _, r := range rs {
 		if !notified(r) {
@@ -93,7 +100,7 @@ func notifyRules(rs []rule, opts Options) []rule {
 	}
 	observe := opts.ObserveWrites || opts.ObserveReads
 	if !observe && !opts.EmulateCreates {
-		return out
+		return notifyModes(out, opts, s)
 	}
 	if opts.EmulateCreates {
 		out = append(out, rule{name: "umask", nr: uint32(unix.SYS_UMASK), action: retNotify})
@@ -113,7 +120,7 @@ func notifyRules(rs []rule, opts Options) []rule {
 		}
 		out = append(out, r)
 	}
-	return out
+	return notifyModes(out, opts, s)
 }
 
 // notified reports whether a refusal goes to the listener. clone3 keeps
@@ -157,6 +164,15 @@ func Table(opts Options) (map[uint32]Call, error) {
 	}
 	if checkBinds(opts) {
 		t[uint32(unix.SYS_BIND)] = Call{Name: "bind", Bind: true}
+	}
+	for _, m := range s.modeArgs {
+		c, ok := t[m.nr]
+		if !ok {
+			c = Call{Name: m.name}
+		}
+		mc := modeCheck(opts, m)
+		c.Mode = &mc
+		t[m.nr] = c
 	}
 	return t, nil
 }

@@ -71,6 +71,10 @@ type Options struct {
 	// filter of Build, with no listener. If the listener goes away (srt
 	// dies, the descriptor is closed) the kernel fails every notified
 	// call with ENOSYS: refused calls stay refused (fail closed).
+	// Notify also moves BuildSetID's mode refusals into this filter, as
+	// notifications of just the calls whose mode has a refused bit
+	// (Call.Mode), so that they are reported too; BuildSetID must then be
+	// given the same options.
 	Notify bool
 
 	// ObserveWrites adds notifications, answered CONTINUE, for the

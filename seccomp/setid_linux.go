@@ -37,6 +37,21 @@ const setIDBits = unix.S_ISUID | unix.S_ISGID
 //     not use it for open(2); the creation-time rules answer it the same
 //     way).
 //
+// With opts.Notify the set-id and write-permission refusals are not made
+// here but by Build's notifying filter, which notifies exactly those
+// calls (no round trip for an ordinary chmod or open): its listener answers EPERM and
+// reports each as a violation (Call.Mode). A deny-only filter stacked
+// here would answer first and the listener would never see them (ERRNO
+// outranks USER_NOTIF). If the listener goes away, the kernel fails them
+// with ENOSYS: still refused. The caller must pass the options of the
+// filter it actually installed (without Notify when the kernel gave no
+// listener), or the modes go unchecked.
+//
+// The xattr and openat2 answers stay silent deny-only answers in every
+// sandbox: they imitate a kernel feature being absent (a file system without extended
+// attributes, a kernel before openat2), which callers work around, so
+// reporting them would be noise.
+//
 // The kernel clears the set-id bits on write and chown, so only these
 // calls set them. Modes are tested whatever the flags: open and openat
 // ignore the mode without O_CREAT or O_TMPFILE, and libcs pass 0 there.
@@ -49,22 +64,15 @@ func BuildSetID(opts Options) ([]bpf.RawInstruction, error) {
 	if err != nil {
 		return nil, err
 	}
-	chmodBits := uint32(setIDBits | unix.S_IWOTH)
-	if opts.RefuseGroupWrite {
-		chmodBits |= unix.S_IWGRP
-	}
 	prog := []bpf.Instruction{bpf.LoadAbsolute{Off: offNr, Size: 4}}
-	for _, m := range s.modeArgs {
-		// if nr == m.nr { if (u32)args[m.arg] & bits { return EPERM }; return ALLOW }
-		bits := uint32(setIDBits)
-		if m.chmod {
-			bits = chmodBits
+	if !opts.Notify {
+		for _, r := range modeRules(opts, s, retEPERM) {
+			blk, err := emitRule(r)
+			if err != nil {
+				return nil, err
+			}
+			prog = append(prog, blk...)
 		}
-		blk, err := emitRule(rule{name: m.name, nr: m.nr, action: retEPERM, args: []argCheck{{arg: m.arg, val: bits}}})
-		if err != nil {
-			return nil, err
-		}
-		prog = append(prog, blk...)
 	}
 	for _, nr := range s.setxattrs {
 		prog = append(prog,
@@ -80,4 +88,86 @@ func BuildSetID(opts Options) ([]bpf.RawInstruction, error) {
 		return nil, fmt.Errorf("assembling the set-id filter: %w", err)
 	}
 	return raw, nil
+}
+
+// refusedModes returns the bits that refuse a mode-setting call m.
+func refusedModes(opts Options, m modeArg) uint32 {
+	if !m.chmod {
+		return setIDBits
+	}
+	bits := uint32(setIDBits | unix.S_IWOTH)
+	if opts.RefuseGroupWrite {
+		bits |= unix.S_IWGRP
+	}
+	return bits
+}
+
+// modeRules are the mode refusals of BuildSetID, one rule per call, each
+// with action:
+//
+//	if nr == m.nr { if (u32)args[m.arg] & bits { return action }; return ALLOW }
+func modeRules(opts Options, s *abi, action uint32) []rule {
+	rs := make([]rule, 0, len(s.modeArgs))
+	for _, m := range s.modeArgs {
+		rs = append(rs, rule{name: m.name, nr: m.nr, action: action,
+			args: []argCheck{{arg: m.arg, val: refusedModes(opts, m)}}})
+	}
+	return rs
+}
+
+// notifyModes adds the mode refusals to the notifying filter's rules rs,
+// as notifications (Options.Notify): a call already notified whatever its
+// arguments stays so; one notified for some of its flags (openat with
+// a write flag) is notified for the refused mode bits too, the checks
+// being or-ed; any other gets a rule of its own. A mode-setting call
+// that rs answers otherwise is a bug: its mode would go unchecked.
+func notifyModes(rs []rule, opts Options, s *abi) ([]rule, error) {
+	at := make(map[uint32]int, len(rs))
+	for i, r := range rs {
+		at[r.nr] = i
+	}
+	for _, m := range modeRules(opts, s, retNotify) {
+		i, ok := at[m.nr]
+		if !ok {
+			rs = append(rs, m)
+			continue
+		}
+		r := &rs[i]
+		switch {
+		case r.action != retNotify:
+			return nil, fmt.Errorf("seccomp: %s is both refused and mode-checked (bug)", r.name)
+		case len(r.args) == 0:
+			// Every call is notified; the listener checks the mode.
+		case len(r.args[0].allowed) > 0:
+			return nil, fmt.Errorf("seccomp: %s has an allow-list check and a mode check (bug)", r.name)
+		default:
+			r.args = append(r.args, m.args...)
+		}
+	}
+	return rs, nil
+}
+
+// ModeCheck is how the listener of a notifying filter judges a call that
+// can set a file's mode (Options.Notify): the refusals BuildSetID makes
+// in a deny-only sandbox are the listener's to make and report there.
+type ModeCheck struct {
+	// Arg indexes the mode in seccomp_data.args; only its low 32 bits
+	// count (mode_t).
+	Arg int
+	// Refused are the bits that refuse the call with EPERM: the set-id
+	// bits, plus S_IWOTH (and S_IWGRP with Options.RefuseGroupWrite) for
+	// the chmod family.
+	Refused uint32
+	// Chmod is true for the chmod family (the mode is the file's new
+	// mode); false for a creation mode (open, openat, creat, mknod,
+	// mknodat), refused whatever the flags, as BuildSetID refuses it.
+	Chmod bool
+	// Dirfd and Path index the file's name, as in FSCall; Path -1 means
+	// the file is the descriptor args[Dirfd] itself (fchmod).
+	Dirfd, Path int
+}
+
+// modeCheck returns the ModeCheck of mode-setting call m.
+func modeCheck(opts Options, m modeArg) ModeCheck {
+	return ModeCheck{Arg: m.arg, Refused: refusedModes(opts, m), Chmod: m.chmod, Dirfd: m.dirfd, Path: m.path}
 }

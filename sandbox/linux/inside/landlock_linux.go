@@ -82,9 +82,9 @@ func RunLandlockStage(args []string) {
 	// The main filter, installed as PID 1 installs it: with its listener
 	// when srt records the refusals, the deny-only filter where the kernel
 	// cannot give one.
-	err = installFSFilter(spec.Seccomp, spec.NotifyFD, false)
+	installed, err := installFSFilter(spec.Seccomp, spec.NotifyFD, false)
 	if err == nil {
-		err = installMPTCPFilter(spec.Seccomp)
+		err = installMPTCPFilter(installed)
 	}
 	if err != nil {
 		fail("seccomp filter: %v; refusing to run without it", err)
@@ -99,7 +99,8 @@ const llReadDir = landlock.AccessFSSet(unix.LANDLOCK_ACCESS_FS_READ_DIR)
 
 // installMPTCPFilter adds the weaker sandbox's own seccomp rules, stacked
 // on the main filter (which has already checked the architecture), beside
-// the set-id filter every sandbox gets (seccomp.BuildSetID):
+// the set-id filter every sandbox gets (seccomp.BuildSetID, for opts, the
+// options of the main filter installed):
 //
 //   - socket(…, IPPROTO_MPTCP) → EPROTONOSUPPORT: Landlock's TCP rules do
 //     not cover Multipath TCP sockets (go-landlock's documentation; kernel

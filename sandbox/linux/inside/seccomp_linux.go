@@ -36,11 +36,15 @@ import (
 // listener to srt over spec.NotifyFD. Nothing is sent (srt then records
 // nothing from the kernel) when the kernel cannot give a listener.
 func installFilter(spec *wire.InitSpec) error {
-	if err := installFSFilter(spec.Seccomp, spec.NotifyFD, spec.RequireListener); err != nil {
+	installed, err := installFSFilter(spec.Seccomp, spec.NotifyFD, spec.RequireListener)
+	if err != nil {
 		return err
 	}
-	// Stacked on it: no set-id bits (seccomp.BuildSetID).
-	prog, err := seccomp.BuildSetID(spec.Seccomp)
+	// Stacked on it: no set-id bits (seccomp.BuildSetID), built from the
+	// options of the filter actually installed: with a listener, the mode
+	// refusals are that filter's, reported by srt; without one, this
+	// filter's.
+	prog, err := seccomp.BuildSetID(installed)
 	if err != nil {
 		return err
 	}
@@ -50,23 +54,25 @@ func installFilter(spec *wire.InitSpec) error {
 // installFSFilter installs the main filter built from opts, with its
 // listener, sent to srt over notifyFD, when opts.Notify is set.
 // requireListener makes a kernel without a listener an error
-// (wire.InitSpec.RequireListener) instead of the deny-only filter.
-func installFSFilter(opts seccomp.Options, notifyFD int, requireListener bool) error {
+// (wire.InitSpec.RequireListener) instead of the deny-only filter. It
+// returns the options of the filter it installed (Notify cleared when
+// the kernel gave no listener), for seccomp.BuildSetID.
+func installFSFilter(opts seccomp.Options, notifyFD int, requireListener bool) (seccomp.Options, error) {
 	if !opts.Notify {
 		prog, err := seccomp.Build(opts)
 		if err != nil {
-			return err
+			return opts, err
 		}
-		return seccomp.Install(prog)
+		return opts, seccomp.Install(prog)
 	}
 	defer unix.Close(notifyFD)
 	prog, err := seccomp.Build(opts)
 	if err != nil {
-		return err
+		return opts, err
 	}
 	fd, err := seccomp.InstallListener(prog)
 	if err != nil && requireListener {
-		return fmt.Errorf("filesystem.enforceNamesAtCreation needs a seccomp listener with TSYNC (Linux 5.7+): %w", err)
+		return opts, fmt.Errorf("filesystem.enforceNamesAtCreation needs a seccomp listener with TSYNC (Linux 5.7+): %w", err)
 	}
 	if err != nil {
 		// No listener on this kernel: the deny-only filter, same rules.
@@ -78,7 +84,7 @@ func installFSFilter(opts seccomp.Options, notifyFD int, requireListener bool) e
 		if err == nil {
 			wire.SendNoListener(notifyFD)
 		}
-		return err
+		return plain, err
 	}
 	// Until srt holds the listener, a notified call waits; after it does,
 	// PID 1 must not keep a copy, or srt's death would leave callers
@@ -86,7 +92,7 @@ func installFSFilter(opts seccomp.Options, notifyFD int, requireListener bool) e
 	err = wire.SendListener(notifyFD, fd)
 	unix.Close(fd)
 	if err != nil {
-		return fmt.Errorf("sending the seccomp listener to srt: %w", err)
+		return opts, fmt.Errorf("sending the seccomp listener to srt: %w", err)
 	}
-	return nil
+	return opts, nil
 }

@@ -8,6 +8,7 @@
 //
 //	supervisor_linux.go  the Supervisor: its goroutines and their end
 //	loop_linux.go        receive, dispatch, respond; seccomp refusals
+//	mode_linux.go        set-id and write-permission modes (Call.Mode)
 //	observe_linux.go     observed filesystem calls → violation.Violation
 //	caller_linux.go      what /proc and the caller's memory say of it
 //	thread_linux.go      the answering thread's own umask and credentials
@@ -25,7 +26,11 @@
 //
 // Every call the filter refuses is notified and answered with the errno
 // the deny-only filter gives (seccomp.Table); the supervisor records it,
-// once per process and target, through Config.OnViolation.
+// once per process and target, through Config.OnViolation. The mode
+// refusals seccomp.BuildSetID makes in a deny-only sandbox (set-id bits,
+// others' or group write) are this filter's too, notified only for a
+// refused mode: the supervisor judges the mode before anything else,
+// answers EPERM and records every such call (mode_linux.go).
 //
 // Fail closed. The listener's only holder is srt. If srt dies or closes
 // it, the kernel fails every notified call with ENOSYS without running it

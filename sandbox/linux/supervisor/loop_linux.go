@@ -67,12 +67,25 @@ func (d *dispatcher) loop(fd, stop int) {
 
 // handle answers one notification. A refused call gets the deny-only
 // filter's errno and is never allowed to run, whatever else fails here; an
-// unknown number is refused with EPERM.
+// unknown number is refused with EPERM. A refused mode is judged first,
+// before anything could perform the call (mode_linux.go).
 func (d *dispatcher) handle(fd int, nt seccomp.Notification) {
 	c, ok := d.table[uint32(nt.Data.Nr)]
 	if !ok {
 		seccomp.Respond(fd, nt.ID, unix.EPERM)
 		return
+	}
+	if c.Mode != nil {
+		if rule, bad := refusedMode(c.Mode, nt.Data.Args); bad {
+			d.refuseMode(fd, nt, c, rule)
+			return
+		}
+		if c.FS == nil && c.Errno == 0 {
+			// Notified for its mode alone, which is allowed: the
+			// deny-only filter would let it run too.
+			seccomp.Respond(fd, nt.ID, 0)
+			return
+		}
 	}
 	if c.Bind {
 		answerBind(fd, nt, d.on)

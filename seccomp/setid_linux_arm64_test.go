@@ -1,0 +1,4 @@
+package seccomp
+
+// legacyModeCases: arm64 has only the *at forms.
+func legacyModeCases() []modeCase { return nil }
