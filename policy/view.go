@@ -155,6 +155,11 @@ type ViewRules struct {
 	// Network are the session's egress rules; the zero value allows no
 	// host.
 	Network netrule.Rules
+	// Untrusted are host trees other sandboxes may have written (srtd's
+	// written trees: every path any of its sessions had writable), judged
+	// as the binds are: no symbolic link inside one is followed for a
+	// rule or a mount (Env.Untrusted).
+	Untrusted []string
 }
 
 // CompileView builds the Policy of a confined sandbox: the View holds
@@ -190,7 +195,7 @@ func CompileView(r ViewRules) (*Policy, error) {
 	// another session (or this one in chat mode): no link in it is the
 	// user's own, so none is followed for a rule (runnerStateDirs, other
 	// binds, protectedPaths).
-	var untrusted []string
+	untrusted := slices.Clone(r.Untrusted)
 	for _, b := range r.Binds {
 		untrusted = append(untrusted, b.Host)
 	}

@@ -304,6 +304,12 @@ func (rt *Runtime) LaunchMicroVM(ctx context.Context, spec Spec, egress *EgressL
 	if !ok {
 		return nil, fmt.Errorf("%w: microvm: this port's microVM backend cannot boot a VM outside a session", ErrBackendUnavailable)
 	}
+	if err := rt.written.checkLinks(spec); err != nil {
+		return nil, err
+	}
+	if err := rt.written.record(spec); err != nil {
+		return nil, err
+	}
 	eg := rt.egressLists(spec)
 	if egress != nil {
 		eg = *egress

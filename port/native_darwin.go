@@ -285,10 +285,15 @@ func (p *seatbeltProc) wait() (int, int) {
 }
 
 // precheckLaunch: what the Seatbelt translation refuses from the spec
-// alone (seatbeltBinds) is refused before Start answers, as on Linux.
+// alone (seatbeltBinds) and host paths reached through a symbolic link a
+// session or another user could have made (writtenTrees.checkLinks) are
+// refused before Start answers, as on Linux.
 func precheckLaunch(rt *Runtime, spec Spec, b Backend) error {
 	if b != BackendNative {
 		return nil
+	}
+	if err := rt.written.checkLinks(spec); err != nil {
+		return err
 	}
 	return seatbeltBinds(spec)
 }

@@ -116,12 +116,16 @@ func sessionView(rt *Runtime, spec Spec, egress netrule.Rules, enforcesNameGlobs
 	if err := checkLaunchPolicy(rt, spec, enforcesNameGlobs, why); err != nil {
 		return nil, err
 	}
+	written, err := rt.written.list()
+	if err != nil {
+		return nil, err
+	}
 	ro := ReadOnlyMode(spec.Mode)
 	binds := make([]policy.ViewBind, len(spec.BindMounts))
 	for i, b := range spec.BindMounts {
 		binds[i] = policy.ViewBind{Host: b.HostPath, Guest: b.GuestPath, Writable: !ro && !b.ReadOnly}
 	}
-	p, err := policy.CompileView(policy.ViewRules{Binds: binds, Protected: spec.ProtectedPaths, Writable: spec.RunnerStateDirs, Network: egress})
+	p, err := policy.CompileView(policy.ViewRules{Binds: binds, Protected: spec.ProtectedPaths, Writable: spec.RunnerStateDirs, Network: egress, Untrusted: written})
 	if err != nil {
 		return nil, fmt.Errorf("launch policy: %w", err)
 	}
@@ -151,7 +155,9 @@ const (
 // checkLaunchPolicy is what sessionView refuses before it compiles
 // anything: a launch policy the backend cannot enforce (file-name glob
 // write-denies it cannot refuse at creation while a path is writable:
-// ErrUnenforceable) and the binds checkGuests refuses (a *SpecError). It
+// ErrUnenforceable), host paths reached through a symbolic link a
+// session or another user could have made (writtenTrees.checkLinks: a
+// *SpecError) and the binds checkGuests refuses (a *SpecError). It
 // reads the spec and the host's directories only, so that Start can run
 // it before it answers (precheckLaunch); the backend's start runs it
 // again, authoritatively.
@@ -169,6 +175,9 @@ func checkLaunchPolicy(rt *Runtime, spec Spec, enforcesNameGlobs bool, why strin
 	if len(rt.nameGlobs) > 0 && !enforcesNameGlobs && len(writable) > 0 {
 		return fmt.Errorf("%w: the launch policy denies creating files named %s inside writable binds, and %s; writable here: %s (mode %s). Not launching with a weaker policy: use a read-only mode or readOnly binds",
 			ErrUnenforceable, strings.Join(rt.nameGlobs, ", "), why, strings.Join(writable, "; "), spec.Mode)
+	}
+	if err := rt.written.checkLinks(spec); err != nil {
+		return err
 	}
 	return checkGuests(spec, ro)
 }

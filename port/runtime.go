@@ -93,6 +93,13 @@ type Options struct {
 	// server's descriptors. Zero means DefaultMaxConnsPerSession;
 	// negative is an error.
 	MaxConnsPerSession int
+	// WrittenTrees is the file that keeps the host trees this user's
+	// sessions have had writable, shared by every srtd process of the
+	// user (writtenTrees): a later launch's host paths must not cross a
+	// symbolic link inside one. Empty means srtd/written-trees in srt's
+	// per-user state directory on Linux (memory only elsewhere); "-"
+	// keeps them in this process's memory only (tests).
+	WrittenTrees string
 }
 
 // DefaultMaxSessions is Options.MaxSessions when zero.
@@ -115,6 +122,7 @@ type Runtime struct {
 	baseline  Baseline
 	nameGlobs []string
 	mem       memory // memory limits: memory_linux.go, memory_other.go
+	written   *writtenTrees
 
 	mu sync.Mutex // guards the fields below
 	// sessions are the sandboxes not destroyed by id, those still
@@ -205,6 +213,7 @@ func newRuntime(ctx context.Context, opts Options, probe *Probe) (*Runtime, erro
 			lg.Warn("launch policy without file-name glob write-denies (.env, *.key, *.pem): native sandboxes may create them in writable binds")
 		}
 	}
+	rt.written = newWrittenTrees(opts.WrittenTrees)
 	// Last: nothing can fail once the microvm probe runs.
 	rt.probe, rt.vmProbe = probeHost(ctx, opts.BwrapPath, opts.MicroVM, probe, lg)
 	return rt, nil
@@ -478,6 +487,13 @@ func (rt *Runtime) Start(ctx context.Context, spec Spec, backend Backend) (Sandb
 	}
 	if err := precheckLaunch(rt, spec, b); err != nil {
 		return nil, err
+	}
+	if b != BackendNone {
+		// Before anything of the session runs: from now on a link in its
+		// write roots may be the session's.
+		if err := rt.written.record(spec); err != nil {
+			return nil, err
+		}
 	}
 	if _, own := rt.opts.MicroVM.(microVMRunner); b == BackendMicroVM && !own {
 		return rt.launchForeign(ctx, spec)
