@@ -182,12 +182,19 @@ const (
 	// SubscriberBuffer behind, or asked for events older than
 	// HistoryLimit). Seq is the last event it received before the gap.
 	// A lost event that is not the first of a stream is its last.
+	//
+	// On an exec's stream (added for srtd, issue 16) it is an event of
+	// its own, with its own Seq, and the stream goes on: Lost violations
+	// were dropped before it because more than ExecViolationLimit were
+	// pending (the consumer read too slowly); it is queued once the
+	// consumer has caught up, and always before exit or killed.
 	EventLost EventType = "lost"
 )
 
 // Event is one item of an exec's stream or of a sandbox's. Events of one
-// exec are delivered in order and none is dropped; a sandbox's are
-// delivered in order, and a gap is always a lost event.
+// exec are delivered in order and none is dropped but violations past
+// ExecViolationLimit, counted by a lost event; a sandbox's are delivered
+// in order, and a gap is always a lost event.
 type Event struct {
 	Type EventType `json:"type"`
 	// Seq numbers the events of one exec from 1, or those of one sandbox
@@ -215,8 +222,14 @@ type Event struct {
 	Error string `json:"error,omitempty"`
 	// AgentID is set on agent: the agent now bound (absent: none).
 	AgentID string `json:"agentId,omitempty"`
-	// Lost is set on lost: how many events the subscriber missed.
+	// Lost is set on lost: how many events the subscriber missed; on an
+	// exec's stream, how many violations it dropped (see EventLost).
 	Lost uint64 `json:"lost,omitempty"`
+	// Count is set on an exec's violation event that stands for more than
+	// one report: how many identical ones (all fields but time) the
+	// stream folded into it while it was pending. Absent means one.
+	// Added for srtd (issue 16).
+	Count uint64 `json:"count,omitempty"`
 }
 
 // ExecRequest runs one command in a warm sandbox.
