@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/srt-go/srt/microvm"
@@ -191,6 +192,16 @@ const (
 	EventLost EventType = "lost"
 )
 
+// LostReset is the Reason of the lost event that starts a sandbox stream
+// subscribed to with a seq it never published (a cursor from another
+// stream: see EventSubscriber).
+const LostReset = "reset"
+
+// ResetSeq, as Subscribe's afterSeq, says the caller's cursor is from
+// another stream (srtd: a Last-Event-ID whose tag is not StreamTag's). Any
+// afterSeq past the last event published is treated the same.
+const ResetSeq = math.MaxUint64
+
 // Event is one item of an exec's stream or of a sandbox's. Events of one
 // exec are delivered in order and none is dropped but violations past
 // ExecViolationLimit, counted by a lost event; a sandbox's are delivered
@@ -205,7 +216,8 @@ type Event struct {
 	Data []byte `json:"data,omitempty"`
 	// ExitCode is set on exit (128+N when killed by signal N).
 	ExitCode *int `json:"exitCode,omitempty"`
-	// Reason is set on killed: "oom", "timeout" or "manual".
+	// Reason is set on killed: "oom", "timeout" or "manual"; and on the
+	// sandbox stream's lost event that answers a stale cursor: LostReset.
 	Reason    string     `json:"reason,omitempty"`
 	Violation *Violation `json:"violation,omitempty"`
 	// ExecID is set on an exec's starting and ready: the id that Kill and
@@ -284,8 +296,19 @@ type EventSubscriber interface {
 	// channel is closed after destroyed, when ctx ends, or after a lost
 	// event that ends a subscriber SubscriberBuffer events behind (resume
 	// with afterSeq = that event's Seq). Publishing never waits for a
-	// subscriber. Errors: ErrTooManySubscribers at MaxSubscribers.
+	// subscriber. An afterSeq past the last event published (ResetSeq,
+	// or a seq of a former sandbox of the same id) is never silence: the
+	// stream starts with a lost event, Seq 0 and Reason LostReset (Lost:
+	// how many events left the history before the first kept one), then
+	// replays from the first kept event. Errors: ErrTooManySubscribers at
+	// MaxSubscribers.
 	Subscribe(ctx context.Context, afterSeq uint64) (<-chan Event, error)
+	// StreamTag returns the tag of this sandbox's stream: 12 lower-case
+	// hex digits, random, fixed for the sandbox's life, so that a
+	// sandbox re-created with the same id has another (issue 16). srtd's
+	// SSE ids are "<tag>.<seq>": a Last-Event-ID with another tag is a
+	// cursor from another stream (ResetSeq).
+	StreamTag() string
 }
 
 // AgentBinder is implemented by every Sandbox the port returns: it

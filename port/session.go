@@ -196,6 +196,9 @@ func (s *session) Subscribe(ctx context.Context, afterSeq uint64) (<-chan Event,
 	return s.ev.subscribe(ctx, afterSeq)
 }
 
+// StreamTag implements EventSubscriber.
+func (s *session) StreamTag() string { return s.ev.tag }
+
 // SetAgent implements AgentBinder.
 func (s *session) SetAgent(agentID string) error {
 	if err := checkID("agentId", agentID, false); err != nil {
