@@ -315,6 +315,14 @@ func (s *fakeSandbox) Exec(ctx context.Context, req port.ExecRequest) (<-chan po
 					return
 				}
 			}
+		case "flood":
+			// What the port's bounded violations look like: one folded
+			// violation with a count, then a lost event.
+			v := port.Violation{Action: "network-outbound", Target: "h.example:443", Reason: "denied", Raw: "deny network-outbound h.example:443 (denied)"}
+			if !send(port.Event{Type: port.EventViolation, Violation: &v, Count: 3}) || !send(port.Event{Type: port.EventLost, Lost: 7}) {
+				killed()
+				return
+			}
 		case "sleep":
 			select {
 			case <-ctx.Done():
