@@ -181,14 +181,16 @@ const (
 	EventAgent EventType = "agent"
 	// EventLost: this subscriber missed Lost events (it fell
 	// SubscriberBuffer behind, or asked for events older than
-	// HistoryLimit). Seq is the last event it received before the gap.
-	// A lost event that is not the first of a stream is its last.
+	// HistoryLimit, or resumed with another stream's seq: Reason
+	// LostReset). Seq is the last event it received before the gap. A
+	// lost event that is not the first of a sandbox stream is its last.
 	//
 	// On an exec's stream (added for srtd, issue 16) it is an event of
 	// its own, with its own Seq, and the stream goes on: Lost violations
-	// were dropped before it because more than ExecViolationLimit were
-	// pending (the consumer read too slowly); it is queued once the
-	// consumer has caught up, and always before exit or killed.
+	// were dropped before it because ExecViolationLimit events (or
+	// ExecViolationBytes) were pending (the consumer read too slowly);
+	// it is queued once the consumer has caught up, and always before
+	// exit or killed.
 	EventLost EventType = "lost"
 )
 
