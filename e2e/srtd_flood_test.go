@@ -18,20 +18,20 @@ import (
 )
 
 // floodDenials runs in a session: two processes each CONNECT to the
-// session's HTTP proxy, one distinct denied host after another, for
-// argv[1] seconds, then print how many they sent.
+// session's HTTP proxy, one distinct denied host after another, argv[1]
+// times each (or for 30 s at most), then print how many they sent.
 const floodDenials = `
 import os, socket, sys, time
 hp = os.environ["HTTP_PROXY"].split("://", 1)[1].rstrip("/")
 host, port = hp.rsplit(":", 1)
-end = time.time() + float(sys.argv[1])
+end = time.time() + 30
 kids = []
 for k in range(2):
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
         n = 0
-        while time.time() < end:
+        while n < int(sys.argv[1]) and time.time() < end:
             s = socket.create_connection((host, int(port)), timeout=5)
             s.sendall(b"CONNECT h%d-%d.denied-example.org:443 HTTP/1.1\r\nHost: x\r\n\r\n" % (k, n))
             s.recv(4096)
@@ -65,8 +65,9 @@ func vmRSS(t *testing.T, pid int) int64 {
 
 // TestSrtdViolationFlood: an exec that floods its proxy with denied
 // CONNECTs, each to another host, while its client does not read (a
-// receive buffer of 4 KiB, nothing read for a while), does not grow srtd
-// without bound (issue 16, F4): once the client reads, the stream holds
+// receive buffer of 4 KiB, nothing read until the command has ended),
+// does not grow srtd without bound (issue 16, F4): once the client reads,
+// the stream holds
 // the violations srtd kept, a lost event counting the ones it dropped,
 // the command's output and its exit, in that order; and srtd's VmRSS
 // stays under a generous bound (a sanity check: the lost event is what
@@ -87,7 +88,9 @@ func TestSrtdViolationFlood(t *testing.T) {
 			return serr
 		}}
 		hc := &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext}}
-		body := `{"argv":["python3","-c",` + strconv.Quote(floodDenials) + `,"4"]}`
+		// 20000 denials: many more than srtd's socket buffers and the
+		// stream's bound hold together (about 8000).
+		body := `{"argv":["python3","-c",` + strconv.Quote(floodDenials) + `,"10000"]}`
 		req, _ := http.NewRequestWithContext(ctx, "POST", d.url+"/v1/sandboxes/flood/exec", strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+d.token)
 		resp, err := hc.Do(req)
@@ -98,9 +101,13 @@ func TestSrtdViolationFlood(t *testing.T) {
 		if resp.StatusCode != 200 {
 			t.Fatalf("exec: %d", resp.StatusCode)
 		}
-		// Not reading while the command floods (4 s) and a while after.
+		// Not reading while the command floods, until it has ended (the
+		// sandbox is warm again once its exit is queued).
 		peak := before
-		for range 14 {
+		for deadline := time.Now().Add(90 * time.Second); d.handle(t, "flood").State != port.StateWarm; {
+			if time.Now().After(deadline) {
+				t.Fatal("the flood did not end in 90 s")
+			}
 			time.Sleep(500 * time.Millisecond)
 			peak = max(peak, vmRSS(t, d.cmd.Process.Pid))
 		}
