@@ -67,9 +67,9 @@ func vmRSS(t *testing.T, pid int) int64 {
 // CONNECTs, each to another host, while its client does not read (a
 // receive buffer of 4 KiB, nothing read until the command has ended),
 // does not grow srtd without bound (issue 16, F4): once the client reads,
-// the stream holds
-// the violations srtd kept, a lost event counting the ones it dropped,
-// the command's output and its exit, in that order; and srtd's VmRSS
+// the stream holds the violations srtd kept, a lost event counting the
+// ones it dropped, the command's output and its exit, in that order; and
+// srtd's VmRSS
 // stays under a generous bound (a sanity check: the lost event is what
 // fails without the bound, srtd holding every violation instead).
 func TestSrtdViolationFlood(t *testing.T) {
