@@ -69,9 +69,9 @@ func vmRSS(t *testing.T, pid int) int64 {
 // does not grow srtd without bound (issue 16, F4): once the client reads,
 // the stream holds the violations srtd kept, a lost event counting the
 // ones it dropped, the command's output and its exit, in that order; and
-// srtd's VmRSS
-// stays under a generous bound (a sanity check: the lost event is what
-// fails without the bound, srtd holding every violation instead).
+// srtd's VmRSS stays under a generous bound (a sanity check: the lost
+// event is what fails without the bound, srtd holding every violation
+// instead).
 func TestSrtdViolationFlood(t *testing.T) {
 	forEachUser(t, func(t *testing.T, u *account) {
 		d := startSrtd(t, u, "--microvm", "off")
