@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -50,10 +51,39 @@ func (d *srtd) handle(t *testing.T, id string) port.Handle {
 // checked against its seq. The channel closes when the stream ends.
 func (d *srtd) sandboxEvents(t *testing.T, id string) <-chan port.Event {
 	t.Helper()
+	in := d.sandboxEventsAfter(t, id, "")
+	ch := make(chan port.Event, 64)
+	go func() {
+		defer close(ch)
+		for ev := range in {
+			ch <- ev.Event
+		}
+	}()
+	return ch
+}
+
+// sandboxSSE is one event of a sandbox's stream with its SSE id.
+type sandboxSSE struct {
+	ID string
+	port.Event
+}
+
+// sseIDShape is the shape of a sandbox stream's SSE id: "<tag>.<seq>".
+var sseIDShape = regexp.MustCompile(`^([0-9a-f]{12})\.(\d+)$`)
+
+// sandboxEventsAfter is sandboxEvents with a Last-Event-ID header (none
+// when lastID is ""), and the SSE ids: each is checked to be
+// "<tag>.<seq>" with the event's seq. The channel closes when the stream
+// ends.
+func (d *srtd) sandboxEventsAfter(t *testing.T, id, lastID string) <-chan sandboxSSE {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	r, _ := http.NewRequestWithContext(ctx, "GET", d.url+"/v1/sandboxes/"+id+"/events", nil)
 	r.Header.Set("Authorization", "Bearer "+d.token)
+	if lastID != "" {
+		r.Header.Set("Last-Event-ID", lastID)
+	}
 	resp, err := http.DefaultClient.Do(r)
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +91,7 @@ func (d *srtd) sandboxEvents(t *testing.T, id string) <-chan port.Event {
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("events of %s: %d %s", id, resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
-	ch := make(chan port.Event, 64)
+	ch := make(chan sandboxSSE, 64)
 	go func() {
 		defer close(ch)
 		defer resp.Body.Close()
@@ -76,10 +106,10 @@ func (d *srtd) sandboxEvents(t *testing.T, id string) <-chan port.Event {
 			} else if v, ok := strings.CutPrefix(line, "data: "); ok {
 				var ev port.Event
 				json.Unmarshal([]byte(v), &ev)
-				if sseID != fmt.Sprint(ev.Seq) || sseType != string(ev.Type) {
+				if m := sseIDShape.FindStringSubmatch(sseID); m == nil || m[2] != fmt.Sprint(ev.Seq) || sseType != string(ev.Type) {
 					t.Errorf("SSE id %s event %s for %+v", sseID, sseType, ev)
 				}
-				ch <- ev
+				ch <- sandboxSSE{sseID, ev}
 			}
 		}
 	}()

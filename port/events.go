@@ -2,6 +2,8 @@ package port
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -37,6 +39,8 @@ var ErrTooManySubscribers = errors.New("too many subscribers to this sandbox's e
 // the last HistoryLimit and hands them to each subscriber through a
 // bounded queue of its own. publish never blocks.
 type eventLog struct {
+	// tag is the stream's tag (EventSubscriber.StreamTag), set once.
+	tag  string
 	mu   sync.Mutex // guards the fields below and every subscriber's
 	seq  uint64
 	hist []Event // oldest first; the last HistoryLimit are kept
@@ -60,7 +64,11 @@ type subscriber struct {
 	last     uint64 // Seq of the last event delivered
 }
 
-func newEventLog() *eventLog { return &eventLog{subs: map[*subscriber]struct{}{}} }
+func newEventLog() *eventLog {
+	var b [6]byte
+	rand.Read(b[:]) // never fails (crypto/rand, Go 1.24+)
+	return &eventLog{tag: hex.EncodeToString(b[:]), subs: map[*subscriber]struct{}{}}
+}
 
 // publish numbers ev, keeps it in the history and queues it for every
 // subscriber. It does nothing once the log is closed.
@@ -130,11 +138,26 @@ func (l *eventLog) subscribe(ctx context.Context, afterSeq uint64) (<-chan Event
 	if len(l.subs) >= MaxSubscribers {
 		return nil, fmt.Errorf("%w (%d)", ErrTooManySubscribers, MaxSubscribers)
 	}
-	sub := &subscriber{ch: make(chan Event), wake: make(chan struct{}, 1), last: afterSeq}
 	h := l.history()
-	if len(h) > 0 && h[0].Seq > afterSeq+1 {
+	var gap *Event
+	switch {
+	case afterSeq > l.seq:
+		// A seq this stream never published: a cursor from another
+		// stream (ResetSeq), e.g. of a sandbox that had this id
+		// before. Start again from the first kept event, and say so.
+		afterSeq = 0
+		gap = &Event{Type: EventLost, Reason: LostReset}
+		if len(h) > 0 {
+			gap.Lost = h[0].Seq - 1
+		}
+	case len(h) > 0 && h[0].Seq > afterSeq+1:
 		// Events past afterSeq left the history: say how many.
-		sub.pending = append(sub.pending, Event{Type: EventLost, Seq: afterSeq, Time: time.Now(), Lost: h[0].Seq - afterSeq - 1})
+		gap = &Event{Type: EventLost, Seq: afterSeq, Lost: h[0].Seq - afterSeq - 1}
+	}
+	sub := &subscriber{ch: make(chan Event), wake: make(chan struct{}, 1), last: afterSeq}
+	if gap != nil {
+		gap.Time = time.Now()
+		sub.pending = append(sub.pending, *gap)
 	}
 	for _, ev := range h {
 		if ev.Seq > afterSeq {

@@ -116,6 +116,9 @@ func (f *foreignSandbox) Subscribe(ctx context.Context, afterSeq uint64) (<-chan
 	return f.ev.subscribe(ctx, afterSeq)
 }
 
+// StreamTag implements EventSubscriber.
+func (f *foreignSandbox) StreamTag() string { return f.ev.tag }
+
 // SetAgent implements AgentBinder.
 func (f *foreignSandbox) SetAgent(agentID string) error {
 	if err := checkID("agentId", agentID, false); err != nil {

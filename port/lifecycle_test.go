@@ -3,6 +3,7 @@ package port
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -346,5 +347,50 @@ func TestSlowSubscriber(t *testing.T) {
 	}
 	if _, err := live.subscribe(ctx, 0); !errors.Is(err, ErrTooManySubscribers) {
 		t.Errorf("subscriber %d: %v; want ErrTooManySubscribers", MaxSubscribers+1, err)
+	}
+}
+
+// TestStaleCursor: a seq the stream never published (a former sandbox's
+// of the same id, ResetSeq) is a lost event with reason reset, then the
+// whole kept history, then the live events; never silence. Two streams'
+// tags differ.
+func TestStaleCursor(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	old, l := newEventLog(), newEventLog()
+	if len(l.tag) != 12 || l.tag == old.tag || strings.Trim(l.tag, "0123456789abcdef") != "" {
+		t.Errorf("tags %q, %q: want two different ones of 12 hex digits", old.tag, l.tag)
+	}
+	for _, after := range []uint64{5, 99999, ResetSeq} {
+		l := newEventLog()
+		l.publish(Event{Type: EventStarting})
+		l.publish(Event{Type: EventReady})
+		sub, err := l.subscribe(ctx, after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev := next(t, sub); ev.Type != EventLost || ev.Reason != LostReset || ev.Seq != 0 || ev.Lost != 0 {
+			t.Errorf("after %d: first %+v; want lost, reason reset, seq 0", after, ev)
+		}
+		for want := uint64(1); want <= 2; want++ {
+			if ev := next(t, sub); ev.Seq != want {
+				t.Errorf("after %d: seq %d, want %d", after, ev.Seq, want)
+			}
+		}
+		l.publish(Event{Type: EventAgent})
+		if ev := next(t, sub); ev.Type != EventAgent || ev.Seq != 3 {
+			t.Errorf("after %d: live %+v; want agent, seq 3", after, ev)
+		}
+	}
+	for range 2 * HistoryLimit {
+		l.publish(Event{Type: EventViolation})
+	}
+	sub, _ := l.subscribe(ctx, ResetSeq)
+	oldest := l.seq - HistoryLimit + 1
+	if ev := next(t, sub); ev.Type != EventLost || ev.Reason != LostReset || ev.Lost != oldest-1 {
+		t.Errorf("reset past the history: %+v; want lost %d", ev, oldest-1)
+	}
+	if ev := next(t, sub); ev.Seq != oldest {
+		t.Errorf("reset past the history: seq %d, want %d", ev.Seq, oldest)
 	}
 }

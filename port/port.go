@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/srt-go/srt/microvm"
@@ -180,14 +181,33 @@ const (
 	EventAgent EventType = "agent"
 	// EventLost: this subscriber missed Lost events (it fell
 	// SubscriberBuffer behind, or asked for events older than
-	// HistoryLimit). Seq is the last event it received before the gap.
-	// A lost event that is not the first of a stream is its last.
+	// HistoryLimit, or resumed with another stream's seq: Reason
+	// LostReset). Seq is the last event it received before the gap. A
+	// lost event that is not the first of a sandbox stream is its last.
+	//
+	// On an exec's stream (added for srtd, issue 16) it is an event of
+	// its own, with its own Seq, and the stream goes on: Lost violations
+	// were dropped before it because ExecViolationLimit events (or
+	// ExecViolationBytes) were pending (the consumer read too slowly);
+	// it is queued once the consumer has caught up, and always before
+	// exit or killed.
 	EventLost EventType = "lost"
 )
 
+// LostReset is the Reason of the lost event that starts a sandbox stream
+// subscribed to with a seq it never published (a cursor from another
+// stream: see EventSubscriber).
+const LostReset = "reset"
+
+// ResetSeq, as Subscribe's afterSeq, says the caller's cursor is from
+// another stream (srtd: a Last-Event-ID whose tag is not StreamTag's). Any
+// afterSeq past the last event published is treated the same.
+const ResetSeq = math.MaxUint64
+
 // Event is one item of an exec's stream or of a sandbox's. Events of one
-// exec are delivered in order and none is dropped; a sandbox's are
-// delivered in order, and a gap is always a lost event.
+// exec are delivered in order and none is dropped but violations past
+// ExecViolationLimit, counted by a lost event; a sandbox's are delivered
+// in order, and a gap is always a lost event.
 type Event struct {
 	Type EventType `json:"type"`
 	// Seq numbers the events of one exec from 1, or those of one sandbox
@@ -198,7 +218,8 @@ type Event struct {
 	Data []byte `json:"data,omitempty"`
 	// ExitCode is set on exit (128+N when killed by signal N).
 	ExitCode *int `json:"exitCode,omitempty"`
-	// Reason is set on killed: "oom", "timeout" or "manual".
+	// Reason is set on killed: "oom", "timeout" or "manual"; and on the
+	// sandbox stream's lost event that answers a stale cursor: LostReset.
 	Reason    string     `json:"reason,omitempty"`
 	Violation *Violation `json:"violation,omitempty"`
 	// ExecID is set on an exec's starting and ready: the id that Kill and
@@ -215,8 +236,14 @@ type Event struct {
 	Error string `json:"error,omitempty"`
 	// AgentID is set on agent: the agent now bound (absent: none).
 	AgentID string `json:"agentId,omitempty"`
-	// Lost is set on lost: how many events the subscriber missed.
+	// Lost is set on lost: how many events the subscriber missed; on an
+	// exec's stream, how many violations it dropped (see EventLost).
 	Lost uint64 `json:"lost,omitempty"`
+	// Count is set on an exec's violation event that stands for more than
+	// one report: how many identical ones (all fields but time) the
+	// stream folded into it while it was pending. Absent means one.
+	// Added for srtd (issue 16).
+	Count uint64 `json:"count,omitempty"`
 }
 
 // ExecRequest runs one command in a warm sandbox.
@@ -271,8 +298,19 @@ type EventSubscriber interface {
 	// channel is closed after destroyed, when ctx ends, or after a lost
 	// event that ends a subscriber SubscriberBuffer events behind (resume
 	// with afterSeq = that event's Seq). Publishing never waits for a
-	// subscriber. Errors: ErrTooManySubscribers at MaxSubscribers.
+	// subscriber. An afterSeq past the last event published (ResetSeq,
+	// or a seq of a former sandbox of the same id) is never silence: the
+	// stream starts with a lost event, Seq 0 and Reason LostReset (Lost:
+	// how many events left the history before the first kept one), then
+	// replays from the first kept event. Errors: ErrTooManySubscribers at
+	// MaxSubscribers.
 	Subscribe(ctx context.Context, afterSeq uint64) (<-chan Event, error)
+	// StreamTag returns the tag of this sandbox's stream: 12 lower-case
+	// hex digits, random, fixed for the sandbox's life, so that a
+	// sandbox re-created with the same id has another (issue 16). srtd's
+	// SSE ids are "<tag>.<seq>": a Last-Event-ID with another tag is a
+	// cursor from another stream (ResetSeq).
+	StreamTag() string
 }
 
 // AgentBinder is implemented by every Sandbox the port returns: it

@@ -196,6 +196,9 @@ func (s *session) Subscribe(ctx context.Context, afterSeq uint64) (<-chan Event,
 	return s.ev.subscribe(ctx, afterSeq)
 }
 
+// StreamTag implements EventSubscriber.
+func (s *session) StreamTag() string { return s.ev.tag }
+
 // SetAgent implements AgentBinder.
 func (s *session) SetAgent(agentID string) error {
 	if err := checkID("agentId", agentID, false); err != nil {
@@ -358,8 +361,9 @@ func (s *session) Signal(ctx context.Context, execID string, sig syscall.Signal)
 }
 
 // ReportViolation delivers v to every running exec's stream as a violation
-// event, and to Options.OnViolation. It never blocks; it is the hook the
-// backends' violation sources feed.
+// event (bounded per exec: see queue.violation), to the sandbox's stream
+// (bounded per subscriber: see eventLog) and to Options.OnViolation. It
+// never blocks; it is the hook the backends' violation sources feed.
 func (s *session) ReportViolation(v Violation) {
 	if v.Raw == "" {
 		v.Raw = v.Line()
@@ -367,8 +371,7 @@ func (s *session) ReportViolation(v Violation) {
 	s.mu.Lock()
 	sev := Event{Type: EventViolation, Violation: &v}
 	for _, x := range s.execs {
-		vv := v
-		x.q.push(Event{Type: EventViolation, Violation: &vv}, false)
+		x.q.violation(v)
 		if len(s.execs) == 1 {
 			sev.ExecID = x.id
 		}

@@ -169,12 +169,28 @@ func (s *fakeSandbox) publishLocked(ev port.Event) {
 	s.changed = make(chan struct{})
 }
 
+// StreamTag implements port.EventSubscriber: the fake's is its session
+// id's hex, so a re-created fake has the same one (tests re-create with
+// another id to see another tag).
+func (s *fakeSandbox) StreamTag() string { return fmt.Sprintf("%x", s.h.SessionID) }
+
 // Subscribe implements port.EventSubscriber, without its bounds (the
-// port's tests hold those).
+// port's tests hold those), with its reset of a stale after.
 func (s *fakeSandbox) Subscribe(ctx context.Context, after uint64) (<-chan port.Event, error) {
 	ch := make(chan port.Event)
+	s.mu.Lock()
+	reset := after > uint64(len(s.events))
+	s.mu.Unlock()
 	go func() {
 		defer close(ch)
+		if reset {
+			after = 0
+			select {
+			case ch <- port.Event{Type: port.EventLost, Reason: port.LostReset, Time: time.Now()}:
+			case <-ctx.Done():
+				return
+			}
+		}
 		for next := after; ; {
 			s.mu.Lock()
 			evs, changed := s.events, s.changed
@@ -298,6 +314,14 @@ func (s *fakeSandbox) Exec(ctx context.Context, req port.ExecRequest) (<-chan po
 					killed()
 					return
 				}
+			}
+		case "flood":
+			// What the port's bounded violations look like: one folded
+			// violation with a count, then a lost event.
+			v := port.Violation{Action: "network-outbound", Target: "h.example:443", Reason: "denied", Raw: "deny network-outbound h.example:443 (denied)"}
+			if !send(port.Event{Type: port.EventViolation, Violation: &v, Count: 3}) || !send(port.Event{Type: port.EventLost, Lost: 7}) {
+				killed()
+				return
 			}
 		case "sleep":
 			select {

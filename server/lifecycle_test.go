@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -126,7 +127,8 @@ func TestSandboxEventStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	evs := e.subscribe(t, "es", "")
-	if ev := nextSSE(t, evs, port.EventStarting); ev.id != "1" || ev.data.Seq != 1 {
+	tag := fmt.Sprintf("%x", "es") // the fake's StreamTag
+	if ev := nextSSE(t, evs, port.EventStarting); ev.id != tag+".1" || ev.data.Seq != 1 {
 		t.Errorf("starting: %+v", ev)
 	}
 	nextSSE(t, evs, port.EventReady)
@@ -146,12 +148,25 @@ func TestSandboxEventStream(t *testing.T) {
 	if ev := nextSSE(t, evs, port.EventAgent); ev.data.AgentID != "agent-2" {
 		t.Errorf("agent: %+v", ev)
 	}
-	resumed := e.subscribe(t, "es", "4")
-	if ev := nextSSE(t, resumed, port.EventResumed); ev.id != "5" {
-		t.Errorf("Last-Event-ID 4: first id %s, want 5", ev.id)
+	resumed := e.subscribe(t, "es", tag+".4")
+	if ev := <-resumed; ev.event != string(port.EventResumed) || ev.id != tag+".5" {
+		t.Errorf("Last-Event-ID %s.4: first %s id %s, want resumed id %s.5", tag, ev.event, ev.id, tag)
 	}
-	if code, body := e.req(t, "GET", "/v1/sandboxes/es/events", testToken, "", "Last-Event-ID", "x"); code != 400 || !strings.Contains(body, `"field":"Last-Event-ID"`) {
-		t.Errorf("bad Last-Event-ID: %d %s", code, body)
+	// Another stream's id (another tag, the plain seq form) is a reset,
+	// which the port answers with a lost event first: never silence.
+	for _, stale := range []string{"0123456789ab.4", "4"} {
+		again := e.subscribe(t, "es", stale)
+		if ev := <-again; ev.event != string(port.EventLost) || ev.data.Reason != port.LostReset || ev.id != tag+".0" {
+			t.Errorf("Last-Event-ID %s: first %+v; want lost, reason reset, id %s.0", stale, ev, tag)
+		}
+		if ev := <-again; ev.id != tag+".1" {
+			t.Errorf("Last-Event-ID %s: then id %s, want %s.1", stale, ev.id, tag)
+		}
+	}
+	for _, bad := range []string{"x", ".4", tag + ".x", "-1"} {
+		if code, body := e.req(t, "GET", "/v1/sandboxes/es/events", testToken, "", "Last-Event-ID", bad); code != 400 || !strings.Contains(body, `"field":"Last-Event-ID"`) {
+			t.Errorf("bad Last-Event-ID %q: %d %s", bad, code, body)
+		}
 	}
 	e.c.Destroy(ctx, "es")
 	nextSSE(t, evs, port.EventDestroyed)

@@ -249,6 +249,7 @@ func TestOpenAPIResponses(t *testing.T) {
 		{"PATCH", "/v1/sandboxes/zz", testToken, `{"agentId":"a"}`},
 		{"GET", "/v1/sandboxes/zz/events", testToken, ""},
 		{"POST", "/v1/sandboxes/oa/exec", testToken, `{"argv":["count","3"],"stdin":"x"}`},
+		{"POST", "/v1/sandboxes/oa/exec", testToken, `{"argv":["flood"]}`},
 		{"POST", "/v1/sandboxes/oa/exec", testToken, `{"argv":[]}`},
 		{"POST", "/v1/sandboxes/zz/exec", testToken, `{"argv":["true"]}`},
 		{"POST", "/v1/sandboxes/oa/resume", testToken, ""},
@@ -307,7 +308,11 @@ func TestOpenAPIResponses(t *testing.T) {
 	})
 	o.checkResponse(t, "GET", "/v1/sandboxes/nf", do("GET", "/v1/sandboxes/nf", ""))
 	o.checkResponse(t, "GET", "/v1/sandboxes/nw/events", do("GET", "/v1/sandboxes/nw/events", "", "Last-Event-ID", "x"))
+	// A stale Last-Event-ID: a lost event with reason reset first; the
+	// stream ends with the destroy.
+	stale := do("GET", "/v1/sandboxes/nw/events", "", "Last-Event-ID", "0123456789ab.9")
 	o.checkResponse(t, "DELETE", "/v1/sandboxes/nw", do("DELETE", "/v1/sandboxes/nw", ""))
+	o.checkResponse(t, "GET", "/v1/sandboxes/nw/events", stale)
 	stream := do("GET", "/v1/sandboxes/nf/events", "")
 	go func() {
 		e.req(t, "PATCH", "/v1/sandboxes/nf", testToken, `{"agentId":"x"}`)

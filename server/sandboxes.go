@@ -123,20 +123,33 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request) {
 }
 
 // events streams the sandbox's own events (port.EventSubscriber) as
-// server-sent events, framed as exec's: id is the sandbox's seq, and a
-// Last-Event-ID header resumes after it. The stream ends after destroyed,
-// or after a lost event when this client fell port.SubscriberBuffer
-// events behind (it reconnects with Last-Event-ID to replay what the
-// history still holds).
+// server-sent events, framed as exec's but with ids "<tag>.<seq>" (tag:
+// port.EventSubscriber.StreamTag, seq: the sandbox's), and a Last-Event-ID
+// header resumes after one. An id with another tag (a former sandbox of
+// the same id, or a plain decimal seq), or past the last seq, starts the
+// stream again from what the history still holds, after a lost event
+// with reason reset: never silence. The stream ends after destroyed, or
+// after a lost event when this client fell port.SubscriberBuffer events
+// behind (it reconnects with Last-Event-ID to replay what the history
+// still holds).
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	var after uint64
+	var tag string
 	if v := r.Header.Get("Last-Event-ID"); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			writeError(w, http.StatusBadRequest, "Last-Event-ID", "Last-Event-ID %q: want an event's id (a decimal seq)", v)
+		t, seq, tagged := strings.Cut(v, ".")
+		if !tagged {
+			t, seq = "", v
+		}
+		n, err := strconv.ParseUint(seq, 10, 64)
+		if err != nil || (tagged && t == "") {
+			writeError(w, http.StatusBadRequest, "Last-Event-ID", "Last-Event-ID %q: want an event's id (<tag>.<seq>)", v)
 			return
 		}
-		after = n
+		after, tag = n, t
+		if !tagged {
+			// An id of the plain seq form is another stream's.
+			after = port.ResetSeq
+		}
 	}
 	sb := s.lookup(w, r)
 	if sb == nil {
@@ -147,6 +160,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "", "sandbox has no event stream")
 		return
 	}
+	if tag != "" && tag != sub.StreamTag() {
+		after = port.ResetSeq
+	}
 	s.wg.Add(1)
 	defer s.wg.Done()
 	events, err := sub.Subscribe(r.Context(), after)
@@ -154,16 +170,16 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		s.writePortError(w, err)
 		return
 	}
-	writeSSE(w, events)
+	writeSSE(w, events, sub.StreamTag()+".")
 }
 
 // writeSSE writes events as server-sent events until the channel closes
 // or the client goes away (the caller's context then ends the channel):
 //
-//	id: <seq>
+//	id: <idPrefix><seq>
 //	event: <type>
 //	data: <the event as JSON>
-func writeSSE(w http.ResponseWriter, events <-chan port.Event) {
+func writeSSE(w http.ResponseWriter, events <-chan port.Event, idPrefix string) {
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
@@ -174,7 +190,7 @@ func writeSSE(w http.ResponseWriter, events <-chan port.Event) {
 	for ev := range events {
 		buf.Reset()
 		data, _ := json.Marshal(ev)
-		fmt.Fprintf(&buf, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, ev.Type, data)
+		fmt.Fprintf(&buf, "id: %s%d\nevent: %s\ndata: %s\n\n", idPrefix, ev.Seq, ev.Type, data)
 		if _, err := w.Write(buf.Bytes()); err != nil {
 			return
 		}
@@ -307,7 +323,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 		for range events { // let the port finish; nobody reads them now
 		}
 	}()
-	writeSSE(w, events)
+	writeSSE(w, events, "")
 }
 
 // writePortError answers with the status port.HTTPStatus gives a port
