@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -35,6 +36,27 @@ for s in conns:
         closed += 1
 print(closed, flush=True)
 time.sleep(int(sys.argv[4]))
+`
+
+// inflateAndFlood keeps many listening sockets open (a big socket table
+// makes a per-connection scan of /proc/net/tcp slow) and connects and
+// closes at once, repeatedly, for the given seconds.
+const inflateAndFlood = `
+import resource, socket, sys, time
+port, n, secs = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+held = []
+for i in range(min(n, hard - 64)):
+    s = socket.socket()
+    s.bind(("127.0.%d.%d" % (3 + i // 62500, 1 + (i // 250) % 250), 10000 + i % 250))
+    s.listen(1)
+    held.append(s)
+print("ready", len(held), flush=True)
+end = time.time() + secs
+while time.time() < end:
+    c = socket.socket(); c.setblocking(False); c.connect_ex(("127.0.0.1", port)); c.close()
+    time.sleep(0.002)
 `
 
 // TestSrtdOtherUsersConnections: another local user, who cannot read the
@@ -71,6 +93,30 @@ func TestSrtdOtherUsersConnections(t *testing.T) {
 		defer cancel()
 		if _, err := d.c.Probe(ctx); err != nil {
 			t.Errorf("the token holder is locked out while another user holds connections: %v", err)
+		}
+		// A flood of connects from a user whose socket table is big: the
+		// owner lookups must not make srtd serial and slow.
+		flood := exec.Command("/usr/bin/python3", "-c", inflateAndFlood, port, "15000", "20")
+		flood.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		flood.Dir = os.TempDir()
+		fout, err := flood.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		flood.Stderr = os.Stderr
+		if err := flood.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { flood.Process.Kill(); flood.Wait() })
+		fout.Read(make([]byte, 64)) // "ready N"
+		time.Sleep(3 * time.Second) // the flood runs
+		// A new connection (the client's keep-alive one would not need
+		// srtd to accept anything).
+		fresh := &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		if resp, err := fresh.Get(d.url + "/healthz"); err != nil {
+			t.Errorf("the token holder is locked out by another user's connect flood: %v", err)
+		} else {
+			resp.Body.Close()
 		}
 		if !strings.Contains(d.stderr(), "API connection refused: another user's") {
 			t.Errorf("no log line for the refused connections:\n%s", d.stderr())

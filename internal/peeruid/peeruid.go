@@ -3,10 +3,10 @@
 // connections before it reads a byte from them.
 //
 // TCP has no SO_PEERCRED, but both ends of a loopback connection are
-// sockets of this host, and the kernel lists every TCP socket with its
-// owner's uid (proc(5), /proc/net/tcp and /proc/net/tcp6: the "uid"
-// column). The client's socket is the entry whose local address is the
-// connection's remote address and whose remote address is its local one.
+// sockets of this host, and the kernel tells each TCP socket's owner
+// (sock_diag(7): inet_diag_msg's idiag_uid, as ss -e shows it). The
+// client's socket is the one whose local address is the connection's
+// remote address and whose remote address is its local one.
 package peeruid
 
 import (
@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"time"
 )
 
 // ErrNotLoopback is returned for a connection whose peer is not on this
@@ -42,33 +43,93 @@ func addrPort(a net.Addr) (netip.AddrPort, error) {
 // where UID is not offered, passes: Filter cannot tell its owner, and the
 // server's own authentication still applies. A loopback peer whose owner
 // cannot be found is refused (fail closed).
+//
+// The owners are looked up off the accept loop, at most maxChecks at
+// once, so that a flood of connections from another user costs the
+// server's own client a queue position, not a serial lookup each.
 func Filter(ln net.Listener, allow func(uid int) bool, refused func(peer net.Addr, uid int, err error)) net.Listener {
-	return &filter{Listener: ln, allow: allow, refused: refused}
+	f := &filter{Listener: ln, allow: allow, refused: refused,
+		ready: make(chan net.Conn), errs: make(chan error), done: make(chan struct{}), checks: make(chan struct{}, maxChecks)}
+	go f.loop()
+	return f
 }
+
+// maxChecks bounds the owner lookups in flight.
+const maxChecks = 32
 
 type filter struct {
 	net.Listener
 	allow   func(int) bool
 	refused func(net.Addr, int, error)
+	ready   chan net.Conn
+	errs    chan error // the inner listener's passing errors
+	checks  chan struct{}
+	done    chan struct{} // closed when the inner listener failed
+	err     error         // its error, set before done is closed
+}
+
+// loop accepts from the inner listener and checks each peer. An error
+// other than the listener's closing (EMFILE, ECONNABORTED, …) is handed
+// to one Accept, as net/http expects to retry, and the loop goes on
+// after a pause that grows while the errors last.
+func (f *filter) loop() {
+	var pause time.Duration
+	for {
+		c, err := f.Listener.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				f.err = err
+				close(f.done)
+				return
+			}
+			select {
+			case f.errs <- err:
+			case <-time.After(time.Second):
+			}
+			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+			time.Sleep(pause)
+			continue
+		}
+		pause = 0
+		f.checks <- struct{}{}
+		go func() {
+			defer func() { <-f.checks }()
+			if !f.check(c) {
+				c.Close()
+				return
+			}
+			select {
+			case f.ready <- c:
+			case <-f.done:
+				c.Close()
+			}
+		}()
+	}
+}
+
+// check reports whether c's peer may be served, reporting a refusal.
+func (f *filter) check(c net.Conn) bool {
+	uid, err := UID(c)
+	switch {
+	case errors.Is(err, ErrNotLoopback), errors.Is(err, errors.ErrUnsupported):
+		return true
+	case err == nil && f.allow(uid):
+		return true
+	}
+	if f.refused != nil {
+		f.refused(c.RemoteAddr(), uid, err)
+	}
+	return false
 }
 
 // Accept implements net.Listener.
 func (f *filter) Accept() (net.Conn, error) {
-	for {
-		c, err := f.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		uid, err := UID(c)
-		switch {
-		case errors.Is(err, ErrNotLoopback), errors.Is(err, errors.ErrUnsupported):
-			return c, nil
-		case err == nil && f.allow(uid):
-			return c, nil
-		}
-		if f.refused != nil {
-			f.refused(c.RemoteAddr(), uid, err)
-		}
-		c.Close()
+	select {
+	case c := <-f.ready:
+		return c, nil
+	case err := <-f.errs:
+		return nil, err
+	case <-f.done:
+		return nil, f.err
 	}
 }
