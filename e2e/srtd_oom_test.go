@@ -77,9 +77,26 @@ func TestSrtdOOMKilled(t *testing.T) {
 		}
 		h, _ = d.c.Get(ctx, "oom")
 		bwrap := int(h.Details["bwrapPid"].(float64))
-		procs, err := (&cgroupDir{dir}).procs()
-		if err != nil {
-			t.Fatal(err)
+		// The shell has returned, but its background children may not
+		// have executed sleep yet: wait until both show as sleeps.
+		sleeps := func(procs []int) (n int) {
+			for _, pid := range procs {
+				cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+				if strings.HasPrefix(string(cmd), "sleep\x00") || strings.Contains(string(cmd), "\x00sleep\x00") {
+					n++
+				}
+			}
+			return n
+		}
+		var procs []int
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			var err error
+			if procs, err = (&cgroupDir{dir}).procs(); err != nil {
+				t.Fatal(err)
+			}
+			if sleeps(procs) >= 2 || time.Now().After(deadline) {
+				break
+			}
 		}
 		tree := descendants(bwrap)
 		if len(tree) < 3 {
@@ -91,14 +108,7 @@ func TestSrtdOOMKilled(t *testing.T) {
 				t.Errorf("pid %d (%q), of the sandbox, is not in %s/cgroup.procs %v", pid, cmd, dir, procs)
 			}
 		}
-		found := 0
-		for _, pid := range procs {
-			cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-			if strings.Contains(string(cmd), "31.25") || strings.Contains(string(cmd), "31.5") {
-				found++
-			}
-		}
-		if found != 2 {
+		if found := sleeps(procs); found != 2 {
 			t.Errorf("the two background sleeps: %d of them in cgroup.procs %v", found, procs)
 		}
 
