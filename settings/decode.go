@@ -223,7 +223,9 @@ func (c *checker) network(n *node, path string, nw *Network) error {
 			nw.HTTPProxyPort, err = c.integer(m.val, p, 1, 65535)
 		case "socksProxyPort":
 			nw.SOCKSProxyPort, err = c.integer(m.val, p, 1, 65535)
-		case "tlsTerminate", "mitmProxy", "parentProxy", "filterRequest",
+		case "parentProxy":
+			nw.ParentProxy, err = c.parentProxy(m.val, p)
+		case "tlsTerminate", "mitmProxy", "filterRequest",
 			"allowPlaintextHeaderSet", "stripResponseHeaders", "refuseOpaqueTunnels",
 			"requireHostMatch", "ambiguousRequestTarget":
 			err = c.unsupported(m, path)

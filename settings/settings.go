@@ -87,6 +87,11 @@ type Network struct {
 	// SOCKSProxyPort, when non-zero, is a user-run SOCKS5 proxy on the
 	// host's loopback used instead of srt's own.
 	SOCKSProxyPort int `json:"socksProxyPort,omitempty"`
+	// ParentProxy is the upstream proxy srt's own proxies connect through
+	// (reference 0.0.83 "parentProxy"). Nil when the key is absent or
+	// null: then srt's own HTTP_PROXY / HTTPS_PROXY / NO_PROXY apply
+	// (policy.NetworkOf).
+	ParentProxy *ParentProxy `json:"parentProxy,omitempty"`
 	// AllowAllDomains allows every host name, DeniedDomains and the rest
 	// of the guards still winning (netrule.Rules.AllowAll). It has no
 	// settings-file key, on purpose: only a library caller sets it
