@@ -17,5 +17,6 @@ require (
 
 require (
 	github.com/vishvananda/netns v0.0.5 // indirect
+	golang.org/x/text v0.43.0 // indirect
 	kernel.org/pub/linux/libs/security/libcap/psx v1.2.78 // indirect
 )

@@ -25,6 +25,7 @@ const maxHeaderBytes = 64 << 10
 const (
 	errHdrPolicy  = "blocked-by-allowlist"       // refused by the lists
 	errHdrAddress = "blocked-by-sandbox-runtime" // refused by the resolved-address guard
+	errHdrParent  = "parent-proxy-refused"       // refused by Config.Parent (srt-go)
 )
 
 // HTTPProxy is the HTTP proxy of a Server.
@@ -48,6 +49,10 @@ func (s *Server) HTTP() *HTTPProxy { return &HTTPProxy{s} }
 //	address guard refused   403 as above with X-Proxy-Error: blocked-by-sandbox-runtime
 //	                        and body "Connection to <host> blocked: <reason>\n"
 //	upstream failure        502 Bad Gateway
+//	parent proxy refused    502 Bad Gateway, X-Proxy-Error: parent-proxy-refused, body
+//	                        "parent proxy <url> refused CONNECT <host:port>: <status>\n"
+//	                        (any non-2xx answer to CONNECT; for plain HTTP, a 407:
+//	                        another status may be the origin's and is passed on)
 //	malformed request       400 Bad Request
 //
 // The status text is the reason made safe for a status line: bytes outside
@@ -193,12 +198,17 @@ func (s *Server) handleConnect(ctx context.Context, c net.Conn, br *bufio.Reader
 		s.violation("connect", d, port)
 		return
 	}
-	up, err := s.dial(ctx, pol, d, port)
+	up, err := s.dialTunnel(ctx, pol, d, port)
 	if err != nil {
 		if re, ok := isRefused(err); ok {
 			writeConnectRefusal(bw, re.Decision.Reason,
 				"Connection to "+d.Host+" blocked: "+re.Decision.Reason+"\n", errHdrAddress)
 			s.violation("connect", re.Decision, port)
+			return
+		}
+		if pe, ok := isParentRefusal(err); ok {
+			s.logParentRefusal(ctx, pe)
+			writeParentRefusal(bw, pe)
 			return
 		}
 		s.log.LogAttrs(ctx, slog.LevelDebug, "CONNECT upstream failed", slog.String("host", d.Host), slog.Any("error", err))
@@ -277,12 +287,17 @@ func (s *Server) handlePlain(ctx context.Context, bw *bufio.Writer, req *http.Re
 		return false
 	}
 
-	out := req.Clone(context.WithValue(ctx, policyKey{}, pol))
+	octx, rt := context.WithValue(ctx, policyKey{}, pol), s.transport
+	parent := s.cfg.Parent.forHTTP(d.Host, port)
+	if parent != nil {
+		octx, rt = context.WithValue(octx, parentKey{}, parent), s.viaParent
+	}
+	out := req.Clone(octx)
 	out.RequestURI = ""
 	out.Host = u.Host
 	out.Close = false
 	removeHopByHop(out.Header)
-	resp, err := s.transport.RoundTrip(out)
+	resp, err := rt.RoundTrip(out)
 	if err != nil {
 		if re, ok := isRefused(err); ok {
 			writePlainRefusal(bw, "Connection to "+d.Host+" blocked: "+re.Decision.Reason+"\n", errHdrAddress)
@@ -294,6 +309,14 @@ func (s *Server) handlePlain(ctx context.Context, bw *bufio.Writer, req *http.Re
 		return false
 	}
 	defer resp.Body.Close()
+	if parent != nil && resp.StatusCode == http.StatusProxyAuthRequired {
+		// The parent's, never the origin's (which says 401): passed on,
+		// it would read as srt's proxy asking the client for credentials.
+		pe := &ParentError{Parent: parent.Redacted(), Target: net.JoinHostPort(d.Host, strconv.Itoa(port)), Status: sanitize(resp.Status, 200), Code: resp.StatusCode}
+		s.logParentRefusal(ctx, pe)
+		writeParentRefusal(bw, pe)
+		return false
+	}
 	removeHopByHop(resp.Header)
 	keep := !req.Close && req.ProtoAtLeast(1, 1)
 	resp.Close = !keep
@@ -364,6 +387,10 @@ func writeConnectRefusal(bw *bufio.Writer, reason, body, xerr string) {
 		status = "Forbidden"
 	}
 	writeResponse(bw, "403 "+status, xerr, cleanBody(body))
+}
+
+func writeParentRefusal(bw *bufio.Writer, pe *ParentError) {
+	writeResponse(bw, "502 Bad Gateway", errHdrParent, cleanBody(pe.Error()+"\n"))
 }
 
 func writePlainRefusal(bw *bufio.Writer, body, xerr string) {

@@ -102,6 +102,12 @@ type Config struct {
 	// RuleConnLimit, at most once a second (issue 16, "Descriptor
 	// exhaustion"). Zero means DefaultMaxConns; negative is an error.
 	MaxConns int
+	// Parent, when not nil, is the upstream proxy connections go through
+	// (see Parent for which): after Decide allowed the destination, srt
+	// connects to the parent instead, without resolving the destination
+	// or applying the resolved-address guard to it, which the parent does
+	// or not. Fixed for the Server's life (SetPolicy does not change it).
+	Parent *Parent
 }
 
 // DefaultMaxConns is Config.MaxConns when zero: generous for one
@@ -135,7 +141,8 @@ type Server struct {
 	resolver  Resolver
 	dialer    Dialer
 	policy    atomic.Pointer[netrule.Policy]
-	transport *http.Transport
+	transport *http.Transport // plain HTTP, dialled directly
+	viaParent *http.Transport // plain HTTP through Config.Parent; nil without one
 	active    atomic.Int64 // client connections being served
 	limit     connLimit
 
@@ -186,6 +193,9 @@ func New(cfg Config) (*Server, error) {
 		s.cfg.IdleTimeout = 2 * time.Minute
 	}
 	s.policy.Store(cfg.Policy)
+	if cfg.Parent != nil {
+		s.viaParent = s.parentTransport()
+	}
 	s.transport = &http.Transport{
 		Proxy:               nil, // never chain to srt's own HTTP_PROXY
 		DialContext:         s.transportDial,
@@ -204,7 +214,15 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) SetPolicy(p *netrule.Policy) {
 	s.policy.Store(p)
 	// A pooled upstream connection was checked under the old rules.
+	s.closeIdle()
+}
+
+// closeIdle closes the pooled plain-HTTP upstream connections.
+func (s *Server) closeIdle() {
 	s.transport.CloseIdleConnections()
+	if s.viaParent != nil {
+		s.viaParent.CloseIdleConnections()
+	}
 }
 
 // Policy returns the rule set in force.
@@ -229,7 +247,7 @@ func (s *Server) Close() error {
 		c.Close()
 	}
 	s.mu.Unlock()
-	s.transport.CloseIdleConnections()
+	s.closeIdle()
 	s.wg.Wait()
 	return nil
 }

@@ -86,10 +86,15 @@ func (s *Server) serveSOCKSConn(ctx context.Context, c net.Conn) {
 		s.socksRefuse(c, br, d, t.port)
 		return
 	}
-	up, err := s.dial(ctx, pol, d, t.port)
+	up, err := s.dialTunnel(ctx, pol, d, t.port)
 	if err != nil {
 		if re, ok := isRefused(err); ok {
 			s.socksRefuse(c, br, re.Decision, t.port)
+			return
+		}
+		if pe, ok := isParentRefusal(err); ok {
+			s.logParentRefusal(ctx, pe)
+			writeSOCKSReply(c, RepGeneralFailure, netip.AddrPort{})
 			return
 		}
 		s.log.LogAttrs(ctx, slog.LevelDebug, "SOCKS5 upstream failed", slog.String("host", d.Host), slog.Any("error", err))
