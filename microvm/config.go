@@ -11,6 +11,7 @@ import (
 
 	"github.com/srt-go/srt/internal/syspath"
 	"github.com/srt-go/srt/netrule"
+	"github.com/srt-go/srt/proxy"
 	"github.com/srt-go/srt/settings"
 	"github.com/srt-go/srt/violation"
 )
@@ -53,6 +54,9 @@ type Config struct {
 	// Policy is the egress allow/deny rule set, served by this VM's own
 	// proxy.Server. Nil denies every destination.
 	Policy *netrule.Policy
+	// Parent is the upstream proxy this VM's proxies go through
+	// (proxy.Config.Parent; policy.Network.Parent); nil dials directly.
+	Parent *proxy.Parent
 	// OnViolation is called for each refused egress connection, as
 	// proxy.Config.OnViolation, and for each refusal the guest's seccomp
 	// supervisor reports (filesystem writes the read-only shares and

@@ -2,8 +2,11 @@ package policy
 
 import (
 	"fmt"
+	"net/url"
+	"os"
 
 	"github.com/srt-go/srt/netrule"
+	"github.com/srt-go/srt/proxy"
 	"github.com/srt-go/srt/settings"
 )
 
@@ -36,6 +39,12 @@ type Network struct {
 	// AllowMachLookup are extra Mach services the sandbox may look up
 	// (macOS), a trailing * matching a prefix.
 	AllowMachLookup []string
+	// Parent is the upstream proxy srt's proxies connect through
+	// (proxy.Config.Parent), nil for none: settings'
+	// network.parentProxy, each key it leaves out taken from srt's own
+	// HTTP_PROXY / HTTPS_PROXY / NO_PROXY (either case, upper first), as
+	// the reference 0.0.83 does. Read once, when the policy is compiled.
+	Parent *proxy.Parent
 }
 
 // Process are the rules about what the sandboxed processes may do
@@ -75,9 +84,62 @@ func NetworkOf(s *settings.Settings) (Network, error) {
 		return Network{}, fmt.Errorf("network: %w", err)
 	}
 	n := s.Network
+	parent, err := parentProxy(n.ParentProxy, os.Getenv)
+	if err != nil {
+		return Network{}, err
+	}
 	return Network{Rules: rules, HTTPProxyPort: n.HTTPProxyPort, SOCKSProxyPort: n.SOCKSProxyPort,
 		AllowUnixSockets: n.AllowUnixSockets, AllowAllUnixSockets: n.AllowAllUnixSockets,
-		AllowLocalBinding: n.AllowLocalBinding, AllowMachLookup: n.AllowMachLookup}, nil
+		AllowLocalBinding: n.AllowLocalBinding, AllowMachLookup: n.AllowMachLookup, Parent: parent}, nil
+}
+
+// parentProxy compiles network.parentProxy, each of its keys absent
+// (or nil pp) taking the proxy variable of getenv instead. An empty value
+// counts as unset. A URL that does
+// not pass settings.ParseProxyURL is an error naming the variable (the
+// settings file's own were checked when it was read): srt would otherwise
+// try to reach the network directly where the operator said it cannot.
+func parentProxy(pp *settings.ParentProxy, getenv func(string) string) (*proxy.Parent, error) {
+	type src struct{ name, val string }
+	first := func(names ...string) src {
+		for _, n := range names {
+			if v := getenv(n); v != "" {
+				return src{n, v}
+			}
+		}
+		return src{}
+	}
+	// Key by key, as the reference does: a key the object leaves out
+	// still comes from the environment.
+	h, hs, np := first("HTTP_PROXY", "http_proxy"), first("HTTPS_PROXY", "https_proxy"), first("NO_PROXY", "no_proxy")
+	if pp != nil && pp.HTTP != "" {
+		h = src{"network.parentProxy.http", pp.HTTP}
+	}
+	if pp != nil && pp.HTTPS != "" {
+		hs = src{"network.parentProxy.https", pp.HTTPS}
+	}
+	if pp != nil && pp.NoProxy != "" {
+		np = src{"network.parentProxy.noProxy", pp.NoProxy}
+	}
+	parse := func(s src) (*url.URL, error) {
+		if s.val == "" {
+			return nil, nil
+		}
+		u, err := settings.ParseProxyURL(s.val)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.name, err)
+		}
+		return u, nil
+	}
+	hu, err := parse(h)
+	if err != nil {
+		return nil, err
+	}
+	hsu, err := parse(hs)
+	if err != nil {
+		return nil, err
+	}
+	return proxy.NewParent(hu, hsu, np.val), nil
 }
 
 // ProcessOf is the process half of s (nil: the defaults).

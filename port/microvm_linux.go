@@ -236,6 +236,13 @@ func (l *microVMLauncher) boot(ctx context.Context, rt *Runtime, spec Spec, egre
 	}
 	cfg := l.base
 	cfg.Shares, cfg.ProtectedPaths, cfg.Policy, cfg.Events = shares, protected, pol, true
+	// srtd's own HTTP_PROXY / HTTPS_PROXY / NO_PROXY, as for the native
+	// backend's sessions (policy.Network.Parent).
+	nw, err := policy.NetworkOf(nil)
+	if err != nil {
+		return nil, fmt.Errorf("parent proxy: %w", err)
+	}
+	cfg.Parent = nw.Parent
 	cfg.Hostname = "srt-" + spec.SessionID
 	if len(cfg.Hostname) > 63 {
 		cfg.Hostname = cfg.Hostname[:63]

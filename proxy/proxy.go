@@ -143,7 +143,7 @@ type Server struct {
 	policy    atomic.Pointer[netrule.Policy]
 	transport *http.Transport // plain HTTP, dialled directly
 	viaParent *http.Transport // plain HTTP through Config.Parent; nil without one
-	active    atomic.Int64 // client connections being served
+	active    atomic.Int64    // client connections being served
 	limit     connLimit
 
 	mu        sync.Mutex // guards the fields below

@@ -88,9 +88,9 @@ type Network struct {
 	// host's loopback used instead of srt's own.
 	SOCKSProxyPort int `json:"socksProxyPort,omitempty"`
 	// ParentProxy is the upstream proxy srt's own proxies connect through
-	// (reference 0.0.83 "parentProxy"). Nil when the key is absent or
-	// null: then srt's own HTTP_PROXY / HTTPS_PROXY / NO_PROXY apply
-	// (policy.NetworkOf).
+	// (reference 0.0.83 "parentProxy"), nil when the key is absent or
+	// null. Each of its keys left out takes srt's own HTTP_PROXY /
+	// HTTPS_PROXY / NO_PROXY instead (policy.NetworkOf).
 	ParentProxy *ParentProxy `json:"parentProxy,omitempty"`
 	// AllowAllDomains allows every host name, DeniedDomains and the rest
 	// of the guards still winning (netrule.Rules.AllowAll). It has no

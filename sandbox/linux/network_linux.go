@@ -71,7 +71,7 @@ func newNetwork(nw policy.Network, onViolation func(violation.Violation), lg *sl
 	if err != nil {
 		return nil, nil, err
 	}
-	srv, err := proxy.New(proxy.Config{Policy: nw.Rules, OnViolation: onViolation, Logger: lg, Forbidden: forbidden, MaxConns: nw.MaxConns})
+	srv, err := proxy.New(proxy.Config{Policy: nw.Rules, OnViolation: onViolation, Logger: lg, Forbidden: forbidden, MaxConns: nw.MaxConns, Parent: nw.Parent})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,0 +1,39 @@
+package policy
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/srt-go/srt/settings"
+)
+
+func TestParentProxyCompile(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	for _, tc := range []struct {
+		name string
+		pp   *settings.ParentProxy
+		env  map[string]string
+		want string // Parent.String(); "none" for nil
+	}{
+		{"none", nil, nil, "none"},
+		{"env-upper-first", nil, map[string]string{"HTTP_PROXY": "http://a:1", "http_proxy": "http://b:1"}, "http=http://a:1 https=http://a:1"},
+		{"env-lower", nil, map[string]string{"https_proxy": "https://u:secret@c:2"}, "https=https://u:xxxxx@c:2"},
+		{"env-empty-is-unset", nil, map[string]string{"HTTP_PROXY": "", "http_proxy": "d:3"}, "http=http://d:3 https=http://d:3"},
+		{"settings-win", &settings.ParentProxy{HTTP: "http://s:4"}, map[string]string{"HTTP_PROXY": "http://a:1"}, "http=http://s:4 https=http://s:4"},
+		{"key-by-key", &settings.ParentProxy{HTTPS: "http://s:4"}, map[string]string{"HTTP_PROXY": "http://a:1"}, "http=http://a:1 https=http://s:4"},
+		{"settings-empty-object", &settings.ParentProxy{}, map[string]string{"HTTP_PROXY": "http://a:1"}, "http=http://a:1 https=http://a:1"},
+	} {
+		p, err := parentProxy(tc.pp, env(tc.env))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := p.String(); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+	_, err := parentProxy(nil, env(map[string]string{"HTTPS_PROXY": "ftp://u:secret@x"}))
+	if !errors.Is(err, settings.ErrProxyURL) || !strings.HasPrefix(err.Error(), "HTTPS_PROXY: ") || strings.Contains(err.Error(), "secret") {
+		t.Fatalf("bad env: %v", err)
+	}
+}
