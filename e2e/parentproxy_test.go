@@ -1,0 +1,244 @@
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// parentFrom is the address the parent proxy fixture dials from. The
+// upstreams answer only connections from it, so an answer proves srt went
+// through the parent (srt itself dials from 127.0.0.1).
+const parentFrom = "127.0.0.2"
+
+// parentFixture is a forward proxy (CONNECT and absolute-URI HTTP)
+// requiring Basic user:pw that sends every name to 127.0.0.1, from
+// parentFrom. It records the request targets it was asked for.
+type parentFixture struct {
+	port    int
+	mu      sync.Mutex
+	targets []string
+}
+
+func (p *parentFixture) saw(sub string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, s := range p.targets {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+func startParentFixture(t *testing.T) *parentFixture {
+	t.Helper()
+	p := &parentFixture{}
+	dial := func(ctx context.Context, _, addr string) (net.Conn, error) {
+		_, port, _ := net.SplitHostPort(addr)
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(parentFrom)}, Timeout: 5 * time.Second}
+		return d.DialContext(ctx, "tcp", net.JoinHostPort("127.0.0.1", port))
+	}
+	tr := &http.Transport{DialContext: dial}
+	t.Cleanup(tr.CloseIdleConnections)
+	want := "Basic " + base64.StdEncoding.EncodeToString([]byte("user:pw"))
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.mu.Lock()
+		p.targets = append(p.targets, r.Method+" "+r.RequestURI)
+		p.mu.Unlock()
+		if r.Header.Get("Proxy-Authorization") != want {
+			w.Header().Set("Proxy-Authenticate", `Basic realm="e2e"`)
+			http.Error(w, "proxy auth required", http.StatusProxyAuthRequired)
+			return
+		}
+		if r.Method == http.MethodConnect {
+			up, err := dial(r.Context(), "tcp", r.RequestURI)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadGateway)
+				return
+			}
+			defer up.Close()
+			w.WriteHeader(200)
+			w.(http.Flusher).Flush()
+			c, brw, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			if n := brw.Reader.Buffered(); n > 0 {
+				b, _ := brw.Reader.Peek(n)
+				up.Write(b)
+			}
+			go func() { io.Copy(up, c); up.(*net.TCPConn).CloseWrite() }()
+			io.Copy(c, up)
+			return
+		}
+		out := r.Clone(context.Background())
+		out.RequestURI = ""
+		out.Header.Del("Proxy-Authorization")
+		resp, err := tr.RoundTrip(out)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+		io.Copy(w, resp.Body)
+	}))
+	t.Cleanup(s.Close)
+	p.port = portOf(t, s.Listener.Addr())
+	return p
+}
+
+// onlyViaParent wraps h to refuse every connection not from parentFrom.
+func onlyViaParent(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if host, _, _ := net.SplitHostPort(r.RemoteAddr); host != parentFrom {
+			http.Error(w, "direct connection from "+host+" refused", http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// TestParentProxy: with network.parentProxy, or HTTP(S)_PROXY in srt's
+// own environment, curl and git inside the sandbox reach upstreams that
+// only the parent can reach; srt's own rules still come first; a parent
+// wanting credentials gives a clear 502; bad values are one srt: line and
+// exit 125.
+func TestParentProxy(t *testing.T) {
+	requireSandbox(t)
+	dir, err := os.MkdirTemp(baseDir, "parent-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	src, repo := filepath.Join(dir, "src"), filepath.Join(dir, "repo.git")
+	gitEnv := append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+	for _, c := range [][]string{
+		{"git", "init", "-q", "-b", "main", src},
+		{"sh", "-c", "echo 'hello from the parent repo' > " + src + "/README"},
+		{"git", "-C", src, "add", "README"},
+		{"git", "-C", src, "commit", "-q", "-m", "first"},
+		{"git", "clone", "-q", "--bare", src, repo},
+		{"git", "-C", repo, "update-server-info"},
+	} {
+		cmd := exec.Command(c[0], c[1:]...)
+		cmd.Env = gitEnv
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%q: %v\n%s", c, err, out)
+		}
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/repo.git/", http.StripPrefix("/repo.git/", http.FileServer(http.Dir(repo))))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintf(w, "via parent %s\n", r.Host) })
+	hs := httptest.NewServer(onlyViaParent(mux))
+	t.Cleanup(hs.Close)
+	ca, leaf := testCertificates(t)
+	caPath := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(caPath, ca, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewUnstartedServer(onlyViaParent(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "via parent over TLS %s\n", r.Host)
+	})))
+	ts.TLS = &tls.Config{Certificates: []tls.Certificate{leaf}}
+	ts.StartTLS()
+	t.Cleanup(ts.Close)
+	parent := startParentFixture(t)
+
+	hp, tp := strconv.Itoa(portOf(t, hs.Listener.Addr())), strconv.Itoa(portOf(t, ts.Listener.Addr()))
+	parentURL := "http://user:pw@127.0.0.1:" + strconv.Itoa(parent.port)
+	rules := `"allowedDomains":["` + hostAllowed + `","` + hostDenied + `"],"deniedDomains":["` + hostDenied + `"]`
+	settingsWith := func(pp string) string {
+		s := `{"filesystem":{"allowWrite":["."]},"network":{` + rules
+		if pp != "" {
+			s += `,"parentProxy":` + pp
+		}
+		return s + `}}`
+	}
+	curl := "curl -sS --max-time 10 --cacert " + caPath + " "
+	httpURL := "http://" + hostAllowed + ":" + hp + "/"
+	httpsURL := "https://" + hostAllowed + ":" + tp + "/"
+	script := curl + httpURL + "; " + curl + httpsURL +
+		"; git clone -q http://" + hostAllowed + ":" + hp + "/repo.git clone && cat clone/README" +
+		"; curl -sS -i --max-time 10 http://" + hostDenied + ":" + hp + "/"
+	check := func(t *testing.T, stdout, stderr string, code int) {
+		t.Helper()
+		for _, w := range []string{"via parent " + hostAllowed + ":" + hp, "via parent over TLS " + hostAllowed + ":" + tp,
+			"hello from the parent repo", "403 Forbidden", "X-Proxy-Error: blocked-by-allowlist"} {
+			if !strings.Contains(stdout, w) {
+				t.Errorf("stdout lacks %q (exit %d)\nstdout:\n%s\nstderr:\n%s", w, code, stdout, stderr)
+			}
+		}
+		if strings.Contains(stdout, "direct connection") {
+			t.Errorf("an upstream was reached directly:\n%s", stdout)
+		}
+	}
+
+	forEachUser(t, func(t *testing.T, u *account) {
+		t.Run("settings", func(t *testing.T) {
+			stdout, stderr, code := sh(t, u, u.workDir(t), settingsWith(`{"http":"`+parentURL+`","noProxy":["example.invalid"]}`), script)
+			check(t, stdout, stderr, code)
+		})
+		t.Run("environment", func(t *testing.T) {
+			d := u.workDir(t)
+			stdout, stderr, code := srtRun{u: u, dir: d, settings: settingsWith(""), args: []string{"sh", "-c", script},
+				env: []string{"HTTPS_PROXY=" + parentURL, "http_proxy=" + parentURL}}.run(t)
+			check(t, stdout, stderr, code)
+		})
+		t.Run("no-credentials", func(t *testing.T) {
+			stdout, stderr, code := sh(t, u, u.workDir(t), settingsWith(`{"http":"http://127.0.0.1:`+strconv.Itoa(parent.port)+`"}`),
+				"curl -sS -i --max-time 10 "+httpURL+"; "+curl+httpsURL+"; echo curl=$?")
+			for _, w := range []string{"502 Bad Gateway", "X-Proxy-Error: parent-proxy-refused", "407 Proxy Authentication Required", "curl=56"} {
+				if !strings.Contains(stdout+stderr, w) {
+					t.Errorf("output lacks %q (exit %d)\nstdout:\n%s\nstderr:\n%s", w, code, stdout, stderr)
+				}
+			}
+			if strings.Contains(stderr, "violation") || strings.Contains(stdout, "Proxy-Authenticate") {
+				t.Errorf("a parent's refusal was reported as a violation or passed on:\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
+			}
+		})
+		t.Run("bad-input", func(t *testing.T) {
+			for _, tc := range []struct {
+				name, pp string
+				env      []string
+				want     string
+			}{
+				{"scheme", `{"https":"socks5://u:secret@127.0.0.1:1080"}`, nil, `network.parentProxy.https: invalid proxy URL: scheme "socks5" is not supported`},
+				{"unparseable", `{"http":"http://u:secret@[::1"}`, nil, "network.parentProxy.http: invalid proxy URL: does not parse as a URL"},
+				{"noProxy", `{"noProxy":3}`, nil, "network.parentProxy.noProxy: expected a string or an array of strings"},
+				{"env", "", []string{"HTTPS_PROXY=ftp://u:secret@proxy"}, `HTTPS_PROXY: invalid proxy URL: scheme "ftp" is not supported`},
+			} {
+				d := u.workDir(t)
+				stdout, stderr, code := srtRun{u: u, dir: d, settings: settingsWith(tc.pp), env: tc.env, args: []string{"echo", "ran"}}.run(t)
+				lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
+				if code != 125 || stdout != "" || len(lines) != 1 || !strings.HasPrefix(lines[0], "srt: ") ||
+					!strings.Contains(stderr, tc.want) || strings.Contains(stderr, "secret") ||
+					(tc.pp != "" && !strings.Contains(stderr, settingsName+":1:")) {
+					t.Errorf("%s: exit %d, stdout %q, stderr %q; want 125 and one srt: line with %q, no password", tc.name, code, stdout, stderr, tc.want)
+				}
+			}
+		})
+	})
+	if parent.saw(hostDenied) {
+		t.Errorf("the parent was asked for %s, which srt's rules deny", hostDenied)
+	}
+}
