@@ -59,7 +59,8 @@ func (s *Server) SOCKS5() *SOCKS5Proxy { return &SOCKS5Proxy{s} }
 // Replies: refused by the rules or by the resolved-address guard, REP=2;
 // name not found or host unreachable, REP=4; connection refused, REP=5;
 // network unreachable, REP=3; BIND or UDP ASSOCIATE, REP=7; unknown address
-// type, REP=8. A client that offers no "no authentication" method gets
+// type, REP=8; refused by Config.Parent (a non-2xx answer to its CONNECT),
+// REP=1. A client that offers no "no authentication" method gets
 // method 0xFF and the connection is closed.
 //
 // A refused destination on port 22 instead gets REP=0 followed by an SSH
