@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -59,6 +60,27 @@ while time.time() < end:
     time.sleep(0.002)
 `
 
+// fromOtherAddress connects to srtd from every other address of this host
+// it can bind and prints, per address, whether srtd answered a request.
+const fromOtherAddress = `
+import socket, sys
+host, port = sys.argv[1], int(sys.argv[2])
+srcs = [a for a in sys.argv[3:]]
+for src in srcs:
+    s = socket.socket()
+    try:
+        s.bind((src, 0)); s.connect((host, port))
+    except OSError as e:
+        print(src, "skip", e); continue
+    s.settimeout(3)
+    try:
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        r = s.recv(64)
+    except OSError:
+        r = b""
+    print(src, "answered" if r else "closed", flush=True)
+`
+
 // TestSrtdOtherUsersConnections: another local user, who cannot read the
 // token, cannot hold srtd's API connection slots either: its connections
 // are closed before a byte is read, and the token holder is served while
@@ -93,6 +115,26 @@ func TestSrtdOtherUsersConnections(t *testing.T) {
 		defer cancel()
 		if _, err := d.c.Probe(ctx); err != nil {
 			t.Errorf("the token holder is locked out while another user holds connections: %v", err)
+		}
+		// From another address of this host (the peer check once let any
+		// non-loopback source through).
+		var srcs []string
+		if addrs, err := net.InterfaceAddrs(); err == nil {
+			for _, a := range addrs {
+				if ip, ok := a.(*net.IPNet); ok && ip.IP.To4() != nil && !ip.IP.IsLoopback() {
+					srcs = append(srcs, ip.IP.String())
+				}
+			}
+		}
+		if len(srcs) > 0 {
+			other := exec.Command("/usr/bin/python3", append([]string{"-c", fromOtherAddress, host, port}, srcs...)...)
+			other.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+			other.Dir = os.TempDir()
+			out, _ := other.Output()
+			if strings.Contains(string(out), "answered") {
+				t.Errorf("another user's connection from another address of this host was served:\n%s", out)
+			}
+			t.Logf("%s", out)
 		}
 		// A flood of connects from a user whose socket table is big: the
 		// owner lookups must not make srtd serial and slow.
