@@ -51,7 +51,9 @@ type loopbackRelay struct {
 	forbidden   func(netip.AddrPort) string
 	onViolation func(violation.Violation)
 	log         *slog.Logger
-	dialer      net.Dialer
+	// dial connects to a host address ("tcp", "ip:port"): a net.Dialer's,
+	// a stand-in in tests.
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// slots bounds the relayed connections open at once, across every
 	// listener: one token per connection, as proxy.Config.MaxConns
 	// bounds the proxies'.
@@ -73,7 +75,7 @@ func newLoopbackRelay(srv *proxy.Server, forbidden func(netip.AddrPort) string, 
 	}
 	return &loopbackRelay{
 		policy: srv.Policy, forbidden: forbidden, onViolation: onViolation, log: lg,
-		slots: make(chan struct{}, maxConns),
+		dial: (&net.Dialer{}).DialContext, slots: make(chan struct{}, maxConns),
 	}
 }
 
@@ -155,7 +157,7 @@ func (r *loopbackRelay) relay(ctx context.Context, c net.Conn, at netip.AddrPort
 			continue
 		}
 		dctx, cancel := context.WithTimeout(ctx, relayDialTimeout)
-		conn, err := r.dialer.DialContext(dctx, "tcp", t.String())
+		conn, err := r.dial(dctx, "tcp", t.String())
 		cancel()
 		if err == nil {
 			up = conn
