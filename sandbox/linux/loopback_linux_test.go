@@ -86,7 +86,10 @@ func newRelayFixture(t *testing.T, allowed []string, maxConns int, forbidden fun
 
 func itoa(n int) string { return netip.AddrPortFrom(netip.IPv4Unspecified(), uint16(n)).String()[len("0.0.0.0:"):] }
 
-// exchange sends "ping", half-closes, and returns what came back.
+// exchange sends "ping", half-closes, and returns what came back. A
+// refusal is a reset, which the connect, the write or the read may see
+// first (only the first of them reports it), so a refusal is "" whatever
+// the error.
 func (f *relayFixture) exchange() (string, error) {
 	c, err := net.DialTimeout("tcp", f.in, 5*time.Second)
 	if err != nil {
@@ -126,8 +129,8 @@ func TestLoopbackRelay(t *testing.T) {
 		t.Errorf("violations for an allowed relay: %v", vs)
 	}
 	f.srv.SetPolicy(netrule.MustCompile(netrule.Rules{}))
-	if got, err := f.exchange(); err == nil || got != "" {
-		t.Errorf("no longer allowed: %q, %v; want a reset", got, err)
+	if got, err := f.exchange(); got != "" {
+		t.Errorf("no longer allowed: %q, %v; want nothing relayed", got, err)
 	}
 	vs := f.violations(1)
 	if len(vs) != 1 || vs[0].Target != f.in || vs[0].Protocol != ProtocolLoopback || vs[0].Reason != netrule.ReasonNotAllowed ||
@@ -140,8 +143,8 @@ func TestLoopbackRelay(t *testing.T) {
 // never dialled, whatever the rules allow.
 func TestLoopbackRelayForbidden(t *testing.T) {
 	f := newRelayFixture(t, []string{"127.0.0.1:PORT"}, 0, func(netip.AddrPort) string { return "srtd's API listens there" })
-	if got, err := f.exchange(); err == nil || got != "" {
-		t.Errorf("forbidden: %q, %v; want a reset", got, err)
+	if got, err := f.exchange(); got != "" {
+		t.Errorf("forbidden: %q, %v; want nothing relayed", got, err)
 	}
 	if vs := f.violations(1); len(vs) != 1 || vs[0].Reason != "srtd's API listens there" {
 		t.Errorf("violations %+v, want the guard's refusal", vs)
@@ -162,8 +165,8 @@ func TestLoopbackRelayLimit(t *testing.T) {
 	for len(f.relay.slots) == 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	if got, err := f.exchange(); err == nil || got != "" {
-		t.Errorf("over the limit: %q, %v; want a reset", got, err)
+	if got, err := f.exchange(); got != "" {
+		t.Errorf("over the limit: %q, %v; want nothing relayed", got, err)
 	}
 	if vs := f.violations(1); len(vs) != 1 || vs[0].Rule != proxy.RuleConnLimit {
 		t.Errorf("violations %+v, want one %q", vs, proxy.RuleConnLimit)
