@@ -84,7 +84,9 @@ func newRelayFixture(t *testing.T, allowed []string, maxConns int, forbidden fun
 	return f
 }
 
-func itoa(n int) string { return netip.AddrPortFrom(netip.IPv4Unspecified(), uint16(n)).String()[len("0.0.0.0:"):] }
+func itoa(n int) string {
+	return netip.AddrPortFrom(netip.IPv4Unspecified(), uint16(n)).String()[len("0.0.0.0:"):]
+}
 
 // exchange sends "ping", half-closes, and returns what came back. A
 // refusal is a reset, which the connect, the write or the read may see
