@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -54,7 +55,7 @@ func newRelayFixture(t *testing.T, allowed []string, maxConns int, forbidden fun
 	}
 	inPort := in.Addr().(*net.TCPAddr).Port
 	for i, a := range allowed {
-		allowed[i] = strings.ReplaceAll(a, "PORT", itoa(inPort))
+		allowed[i] = strings.ReplaceAll(a, "PORT", strconv.Itoa(inPort))
 	}
 	srv, err := proxy.New(proxy.Config{Policy: netrule.MustCompile(netrule.Rules{Allowed: allowed})})
 	if err != nil {
@@ -82,10 +83,6 @@ func newRelayFixture(t *testing.T, allowed []string, maxConns int, forbidden fun
 	go func() { f.relay.serve(ctx, in); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	return f
-}
-
-func itoa(n int) string {
-	return netip.AddrPortFrom(netip.IPv4Unspecified(), uint16(n)).String()[len("0.0.0.0:"):]
 }
 
 // exchange sends "ping", half-closes, and returns what came back. A
