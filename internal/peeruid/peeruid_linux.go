@@ -2,6 +2,7 @@ package peeruid
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -32,14 +33,44 @@ func UID(c net.Conn) (int, error) {
 	if remote.Addr().Is4() != local.Addr().Is4() {
 		return 0, fmt.Errorf("%w: mixed address families", ErrUnknown)
 	}
-	uid, inode, err := diagExact(remote, local)
-	if err != nil {
-		return 0, err
+	// A socket bound to a device (SO_BINDTODEVICE, open to any user) is
+	// found only when the request names that device's index: ask with
+	// none, then with each interface's. Without the index the kernel may
+	// answer with a listener on the client's address instead (another
+	// user's): only an answer for exactly the asked 4-tuple counts.
+	ifs := []uint32{0}
+	if all, err := net.Interfaces(); err == nil {
+		for _, i := range all {
+			ifs = append(ifs, uint32(i.Index))
+		}
 	}
-	if inode == 0 {
-		return 0, fmt.Errorf("%w: the matching socket is not a full one (TIME_WAIT, SYN_RECV or orphaned)", ErrUnknown)
+	for _, ifindex := range ifs {
+		a, err := diagExact(remote, local, ifindex)
+		if errors.Is(err, ErrNoSocket) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		if a.state == tcpListen || a.src != remote || a.dst != local {
+			continue // not the client's socket
+		}
+		if a.inode == 0 {
+			return 0, fmt.Errorf("%w: the matching socket is not a full one (TIME_WAIT, SYN_RECV or orphaned)", ErrUnknown)
+		}
+		return int(a.uid), nil
 	}
-	return int(uid), nil
+	return 0, fmt.Errorf("%w: %w", ErrUnknown, ErrNoSocket)
+}
+
+// tcpListen is TCP_LISTEN, inet_diag_msg.idiag_state of a listener.
+const tcpListen = 10
+
+// answer is what the kernel said of one socket (inet_diag_msg).
+type answer struct {
+	state      uint8
+	src, dst   netip.AddrPort
+	uid, inode uint32
 }
 
 // Sizes of linux/inet_diag.h's structures.
@@ -51,11 +82,12 @@ const (
 )
 
 // diagExact asks for the TCP socket with local address src and remote
-// address dst, and returns its owner and inode.
-func diagExact(src, dst netip.AddrPort) (uid, inode uint32, err error) {
+// address dst, bound to device ifindex (0: none), and returns the
+// kernel's answer.
+func diagExact(src, dst netip.AddrPort, ifindex uint32) (answer, error) {
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
 	if err != nil {
-		return 0, 0, fmt.Errorf("sock_diag: %w", err)
+		return answer{}, fmt.Errorf("sock_diag: %w", err)
 	}
 	defer unix.Close(fd)
 	tv := unix.Timeval{Sec: 2}
@@ -86,39 +118,50 @@ func diagExact(src, dst netip.AddrPort) (uid, inode uint32, err error) {
 		copy(id[4:20], s[:])
 		copy(id[20:36], d[:])
 	}
-	// idiag_if 0; the cookie INET_DIAG_NOCOOKIE (any socket).
+	ne.PutUint32(id[36:], ifindex)
+	// The cookie INET_DIAG_NOCOOKIE (any socket).
 	ne.PutUint32(id[40:], 0xffffffff)
 	ne.PutUint32(id[44:], 0xffffffff)
 
 	if err := unix.Sendto(fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-		return 0, 0, fmt.Errorf("sock_diag: %w", err)
+		return answer{}, fmt.Errorf("sock_diag: %w", err)
 	}
 	buf := make([]byte, 8192)
 	n, _, err := unix.Recvfrom(fd, buf, 0)
 	if err != nil {
-		return 0, 0, fmt.Errorf("sock_diag: %w", err)
+		return answer{}, fmt.Errorf("sock_diag: %w", err)
 	}
 	msgs, err := syscall.ParseNetlinkMessage(buf[:n])
 	if err != nil {
-		return 0, 0, fmt.Errorf("sock_diag: %w", err)
+		return answer{}, fmt.Errorf("sock_diag: %w", err)
 	}
 	for _, m := range msgs {
 		switch m.Header.Type {
 		case unix.NLMSG_ERROR:
 			if len(m.Data) >= 4 {
 				if e := unix.Errno(-int32(ne.Uint32(m.Data))); e == unix.ENOENT {
-					return 0, 0, fmt.Errorf("%w: %w", ErrUnknown, ErrNoSocket)
+					return answer{}, ErrNoSocket
 				} else if e != 0 {
-					return 0, 0, fmt.Errorf("%w: %w", ErrUnknown, e)
+					return answer{}, fmt.Errorf("%w: %w", ErrUnknown, e)
 				}
 			}
-			return 0, 0, fmt.Errorf("%w: empty answer", ErrUnknown)
+			return answer{}, fmt.Errorf("%w: empty answer", ErrUnknown)
 		case 20: // SOCK_DIAG_BY_FAMILY: an inet_diag_msg
 			if len(m.Data) < msgInodeOff+4 {
-				return 0, 0, fmt.Errorf("sock_diag: short answer (%d bytes)", len(m.Data))
+				return answer{}, fmt.Errorf("sock_diag: short answer (%d bytes)", len(m.Data))
 			}
-			return ne.Uint32(m.Data[msgUIDOff:]), ne.Uint32(m.Data[msgInodeOff:]), nil
+			d := m.Data
+			a := answer{state: d[1], uid: ne.Uint32(d[msgUIDOff:]), inode: ne.Uint32(d[msgInodeOff:])}
+			sport, dport := binary.BigEndian.Uint16(d[4:]), binary.BigEndian.Uint16(d[6:])
+			if d[0] == unix.AF_INET {
+				a.src = netip.AddrPortFrom(netip.AddrFrom4([4]byte(d[8:12])), sport)
+				a.dst = netip.AddrPortFrom(netip.AddrFrom4([4]byte(d[24:28])), dport)
+			} else {
+				a.src = netip.AddrPortFrom(netip.AddrFrom16([16]byte(d[8:24])).Unmap(), sport)
+				a.dst = netip.AddrPortFrom(netip.AddrFrom16([16]byte(d[24:40])).Unmap(), dport)
+			}
+			return a, nil
 		}
 	}
-	return 0, 0, fmt.Errorf("%w: no answer", ErrUnknown)
+	return answer{}, fmt.Errorf("%w: no answer", ErrUnknown)
 }

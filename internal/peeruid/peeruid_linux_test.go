@@ -4,8 +4,11 @@ import (
 	"errors"
 	"net"
 	"os"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestUIDOfLoopbackPeer(t *testing.T) {
@@ -132,5 +135,34 @@ func TestNonLoopbackSourceIsLookedUp(t *testing.T) {
 	defer s.Close()
 	if uid, err := UID(s); err != nil || uid != os.Getuid() {
 		t.Fatalf("UID = %d, %v; want %d", uid, err, os.Getuid())
+	}
+}
+
+// A client socket bound to a device (SO_BINDTODEVICE, open to any user)
+// is found too, and never taken for a listener on its address (the
+// kernel answers a lookup without the device's index with one).
+func TestDeviceBoundPeer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		rc.Control(func(fd uintptr) { serr = unix.BindToDevice(int(fd), "lo") })
+		return serr
+	}}
+	c, err := d.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Skipf("SO_BINDTODEVICE lo: %v", err)
+	}
+	defer c.Close()
+	s, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if uid, err := UID(s); err != nil || uid != os.Getuid() {
+		t.Fatalf("UID of a device-bound client = %d, %v; want %d", uid, err, os.Getuid())
 	}
 }
