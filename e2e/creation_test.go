@@ -506,7 +506,7 @@ func TestCreationStateDir(t *testing.T) {
 		tmp := u.workDir(t)
 		out, errOut, code := srtRun{u: u, dir: dir, env: []string{"TMPDIR=" + tmp},
 			settings: fmt.Sprintf(`{"filesystem":{"allowWrite":[%q],"denyWrite":["**/*.key"]}}`, tmp),
-			args: []string{"sh", "-c", `s=$(dirname "$TMPDIR"); mv "$s" "$s.moved"; echo "mv=$?"; touch "$s/planted"; echo "plant=$?"; echo x > "$TMPDIR/ok.key"; echo "tmpkey=$?"`}}.run(t)
+			args:     []string{"sh", "-c", `s=$(dirname "$TMPDIR"); mv "$s" "$s.moved"; echo "mv=$?"; touch "$s/planted"; echo "plant=$?"; echo x > "$TMPDIR/ok.key"; echo "tmpkey=$?"`}}.run(t)
 		for _, want := range []string{"mv=1", "plant=1", "tmpkey=0"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("want %s", want)
