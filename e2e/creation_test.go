@@ -495,13 +495,18 @@ func TestCreationGlobMetachars(t *testing.T) {
 }
 
 // TestCreationStateDir: with a write root that holds srt's state
-// directory (allowWrite ["/tmp"]), the command can neither change it nor
-// move it away to make a host directory where its private TMPDIR was.
+// directory (allowWrite the temporary directory it lives in), the command
+// can neither change it nor move it away to make a host directory where
+// its private TMPDIR was. The temporary directory is the test's own
+// (TMPDIR), not the shared /tmp, where other tests' directories come and
+// go while srt plans its mounts (srt then refuses to run, fail closed).
 func TestCreationStateDir(t *testing.T) {
 	forEachUser(t, func(t *testing.T, u *account) {
 		dir := u.workDir(t)
-		out, errOut, code := runSrt(t, u, dir, `{"filesystem":{"allowWrite":["/tmp"],"denyWrite":["**/*.key"]}}`, "sh", "-c",
-			`s=$(dirname "$TMPDIR"); mv "$s" "$s.moved"; echo "mv=$?"; touch "$s/planted"; echo "plant=$?"; echo x > "$TMPDIR/ok.key"; echo "tmpkey=$?"`)
+		tmp := u.workDir(t)
+		out, errOut, code := srtRun{u: u, dir: dir, env: []string{"TMPDIR=" + tmp},
+			settings: fmt.Sprintf(`{"filesystem":{"allowWrite":[%q],"denyWrite":["**/*.key"]}}`, tmp),
+			args:     []string{"sh", "-c", `s=$(dirname "$TMPDIR"); mv "$s" "$s.moved"; echo "mv=$?"; touch "$s/planted"; echo "plant=$?"; echo x > "$TMPDIR/ok.key"; echo "tmpkey=$?"`}}.run(t)
 		for _, want := range []string{"mv=1", "plant=1", "tmpkey=0"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("want %s", want)

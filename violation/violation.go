@@ -72,8 +72,9 @@ type Violation struct {
 	// whose events are per exec already).
 	Key string `json:"key,omitempty"`
 	// Protocol is how a refused connection came (network-outbound only):
-	// "http" (a plain HTTP request), "connect" (HTTP CONNECT) or
-	// "socks5".
+	// "http" (a plain HTTP request), "connect" (HTTP CONNECT), "socks5",
+	// or "loopback" (a host loopback port the allow-list names, relayed
+	// into a Linux sandbox: sandbox/linux.ProtocolLoopback).
 	Protocol string `json:"protocol,omitempty"`
 	// Rule is the settings entry that refused it, when one did (a
 	// deniedDomains entry), or the limit that did ("connection limit",

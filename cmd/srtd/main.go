@@ -189,7 +189,7 @@ func serve(args []string, stderr io.Writer) error {
 	// read: another local user, who cannot have the token, cannot hold
 	// connection slots either (peeruid: the owner of a loopback peer's
 	// socket, from the kernel's socket table).
-	ln = peeruid.Filter(ln, peerAllowed, refusedPeerLog(lg))
+	ln = peeruid.Filter(ln, peerAllowed, !listensOnLoopbackOnly(ln.Addr()), refusedPeerLog(lg))
 	// A bounded number of API connections, so a local client cannot spend
 	// srtd's descriptors either: more wait in the kernel's queue.
 	ln = netutil.LimitListener(ln, *maxAPIConns)
@@ -412,6 +412,13 @@ func sandboxMode(flagValue string, getenv func(string) string) (bool, error) {
 		return false, nil
 	}
 	return false, fmt.Errorf("%s %q: want on or off", src, mode)
+}
+
+// listensOnLoopbackOnly reports whether a is a loopback address: then no
+// other host reaches it, and a peer with no socket here is refused.
+func listensOnLoopbackOnly(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
 }
 
 // peerAllowed: srtd's own user, and root, who can read its token anyway.

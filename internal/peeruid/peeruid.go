@@ -17,14 +17,15 @@ import (
 	"time"
 )
 
-// ErrNotLoopback is returned for a connection whose peer is not on this
-// host's loopback: its owner cannot be known.
-var ErrNotLoopback = errors.New("peer is not on loopback")
-
-// ErrUnknown is returned when no socket of this host matches the
-// connection (the client closed it meanwhile, or the connection crosses
-// network namespaces).
+// ErrUnknown is returned when no full socket of this network namespace
+// matches the connection: the client closed it meanwhile (TIME_WAIT),
+// or it is not of this host.
 var ErrUnknown = errors.New("no local socket matches the connection")
+
+// ErrNoSocket is wrapped by UID's error when the kernel has no socket at
+// all for the connection's addresses (ENOENT): with a listener that
+// others may reach from other hosts, such a peer is a remote one.
+var ErrNoSocket = errors.New("no socket of this host")
 
 // addrPort returns a's address, without IPv4-mapped IPv6 wrapping.
 func addrPort(a net.Addr) (netip.AddrPort, error) {
@@ -37,18 +38,20 @@ func addrPort(a net.Addr) (netip.AddrPort, error) {
 }
 
 // Filter returns a listener whose Accept hands on only the connections
-// from loopback peers that allow(uid) accepts; the others are closed at
-// once, before a byte is read, and reported to refused (which may be nil
-// and must not block). A peer that is not on loopback, or a platform
-// where UID is not offered, passes: Filter cannot tell its owner, and the
-// server's own authentication still applies. A loopback peer whose owner
-// cannot be found is refused (fail closed).
+// whose peer socket belongs to a user allow accepts; the others are
+// closed at once, before a byte is read, and reported to refused (which
+// may be nil and must not block). Every peer is looked up, whatever its
+// address. One whose owner cannot be told is refused (fail closed),
+// except, with remote set (a listener reachable from other hosts), one
+// for which this host has no socket at all (ErrNoSocket): a remote
+// client, which the server's own authentication then faces. On a
+// platform where UID is not offered every peer passes.
 //
 // The owners are looked up off the accept loop, at most maxChecks at
 // once, so that a flood of connections from another user costs the
 // server's own client a queue position, not a serial lookup each.
-func Filter(ln net.Listener, allow func(uid int) bool, refused func(peer net.Addr, uid int, err error)) net.Listener {
-	f := &filter{Listener: ln, allow: allow, refused: refused,
+func Filter(ln net.Listener, allow func(uid int) bool, remote bool, refused func(peer net.Addr, uid int, err error)) net.Listener {
+	f := &filter{Listener: ln, allow: allow, remote: remote, refused: refused,
 		ready: make(chan net.Conn), errs: make(chan error), done: make(chan struct{}), checks: make(chan struct{}, maxChecks)}
 	go f.loop()
 	return f
@@ -60,6 +63,7 @@ const maxChecks = 32
 type filter struct {
 	net.Listener
 	allow   func(int) bool
+	remote  bool
 	refused func(net.Addr, int, error)
 	ready   chan net.Conn
 	errs    chan error // the inner listener's passing errors
@@ -111,7 +115,9 @@ func (f *filter) loop() {
 func (f *filter) check(c net.Conn) bool {
 	uid, err := UID(c)
 	switch {
-	case errors.Is(err, ErrNotLoopback), errors.Is(err, errors.ErrUnsupported):
+	case errors.Is(err, errors.ErrUnsupported):
+		return true
+	case f.remote && errors.Is(err, ErrNoSocket):
 		return true
 	case err == nil && f.allow(uid):
 		return true

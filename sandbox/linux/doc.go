@@ -5,7 +5,8 @@
 // one filesystem plan (fsplan.Build), starts the seccomp supervisor
 // (supervisor), the placeholder guardian when the plan has placeholders
 // (guardian) and the session's proxies on the listeners PID 1 hands back
-// (network_linux.go), relays the terminal, and cleans up after the run.
+// (network_linux.go) with the relay of the allow-list's host loopback
+// ports (loopback_linux.go), relays the terminal, and cleans up after the run.
 // StartWarm keeps the sandbox up for many commands (srtd's sessions);
 // StartLandlock is the weaker sandbox where bubblewrap cannot run. What
 // runs inside the sandbox is package inside, started through

@@ -39,8 +39,9 @@ const (
 )
 
 // sandboxListeners is what PID 1 binds: each proxy on every loopback
-// address of the sandbox.
-func sandboxListeners() []wire.ListenSpec {
+// address of the sandbox, then the relayed host loopback ports
+// (loopback_linux.go).
+func (n *network) sandboxListeners() []wire.ListenSpec {
 	var out []wire.ListenSpec
 	for _, l := range []struct {
 		name string
@@ -50,16 +51,20 @@ func sandboxListeners() []wire.ListenSpec {
 			out = append(out, wire.ListenSpec{Name: l.name, Addr: a})
 		}
 	}
-	return out
+	return append(out, n.loopback...)
 }
 
 // network is the host side of one sandbox's egress.
 type network struct {
-	srv    *proxy.Server
-	conn   *os.File // our end of the socket pair
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	log    *slog.Logger
+	srv *proxy.Server
+	// relay serves the relayed loopback ports, loopback what PID 1 binds
+	// for it (fixed at start: later rules only refuse more of them).
+	relay    *loopbackRelay
+	loopback []wire.ListenSpec
+	conn     *os.File // our end of the socket pair
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	log      *slog.Logger
 	// external ports: the user's own proxies on the host's loopback.
 	httpPort, socksPort int
 }
@@ -75,6 +80,11 @@ func newNetwork(nw policy.Network, onViolation func(violation.Violation), lg *sl
 	if err != nil {
 		return nil, nil, err
 	}
+	loopback, err := loopbackListeners(nw.Rules)
+	if err != nil {
+		srv.Close()
+		return nil, nil, err
+	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		srv.Close()
@@ -82,6 +92,8 @@ func newNetwork(nw policy.Network, onViolation func(violation.Violation), lg *sl
 	}
 	n := &network{
 		srv: srv, conn: os.NewFile(uintptr(fds[0]), "listeners"), log: lg,
+		relay:    newLoopbackRelay(srv, forbidden, nw.MaxConns, onViolation, lg),
+		loopback: loopback,
 		httpPort: nw.HTTPProxyPort, socksPort: nw.SOCKSProxyPort,
 	}
 	return n, os.NewFile(uintptr(fds[1]), "listeners"), nil
@@ -120,6 +132,8 @@ type namedListener struct {
 
 func (n *network) serveOne(ctx context.Context, l namedListener) {
 	switch {
+	case l.name == wire.ListenerLoopback:
+		n.relay.serve(ctx, l.ln)
 	case l.name == wire.ListenerHTTP && n.httpPort != 0:
 		forward(ctx, l.ln, n.httpPort)
 	case l.name == wire.ListenerSOCKS5 && n.socksPort != 0:

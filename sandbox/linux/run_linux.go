@@ -261,7 +261,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	if p.notify, err = startNotifier(cfg, create, &spec, tmpdir, plan.Mapping, addFD, lg); err != nil {
 		return nil, &SetupError{err}
 	}
-	spec.Listeners = sandboxListeners()
+	spec.Listeners = p.net.sandboxListeners()
 	env = proxyEnv(env, plan.Helper)
 
 	stdin, stdout, stderr := cfg.Stdin, cfg.Stdout, cfg.Stderr

@@ -11,7 +11,7 @@
 //
 //	init_linux.go          PID 1: spec, lifeline, filter, the command
 //	agent_linux.go         PID 1 of a warm sandbox: the exec agent
-//	listeners_linux.go     PID 1: binds the proxy ports, sends them to srt
+//	listeners_linux.go     PID 1: binds the proxy and relayed ports, sends them to srt
 //	seccomp_linux.go       PID 1 and the Landlock stage: the seccomp filter
 //	fds_linux.go           PID 1 and the Landlock stage: descriptor hygiene
 //	landlock_linux.go      the Landlock stage: restricts itself, execs

@@ -24,9 +24,9 @@ type InitSpec struct {
 	// LifelineFD is the read end of a pipe whose write end only srt holds:
 	// EOF means srt is gone, and PID 1 then ends the sandbox.
 	LifelineFD int `json:"lifelineFd"`
-	// ListenFD is a socket to srt over which PID 1 sends the proxy
-	// listeners it binds on the sandbox's loopback (SendListeners); -1
-	// for none.
+	// ListenFD is a socket to srt over which PID 1 sends the listeners
+	// it binds on the sandbox's loopback (SendListeners), before the
+	// command runs; -1 for none.
 	ListenFD  int          `json:"listenFd"`
 	Listeners []ListenSpec `json:"listeners,omitempty"`
 	// Seccomp configures the seccomp filter installed before the command
@@ -73,16 +73,24 @@ const StartedByte byte = 1
 
 // ListenSpec is one socket PID 1 binds inside the sandbox.
 type ListenSpec struct {
-	Name string `json:"name"` // ListenerHTTP or ListenerSOCKS5
+	Name string `json:"name"` // ListenerHTTP, ListenerSOCKS5 or ListenerLoopback
 	Addr string `json:"addr"` // "127.0.0.1:3128", "[::1]:3128"
 }
 
-// The names of the proxy listeners, in ListenSpec and in the listeners
-// message.
+// The names of the listeners, in ListenSpec and in the listeners
+// message: the two proxies, and a port of the host's loopback that an
+// allowedDomains entry names ("localhost:3000"), which srt relays to the
+// host's same address and port.
 const (
-	ListenerHTTP   = "http"
-	ListenerSOCKS5 = "socks5"
+	ListenerHTTP     = "http"
+	ListenerSOCKS5   = "socks5"
+	ListenerLoopback = "loopback"
 )
+
+// MaxLoopbackListeners bounds the ListenerLoopback sockets of one
+// sandbox (a "localhost:PORT" entry is two): srt refuses to start a
+// sandbox whose allow-list names more.
+const MaxLoopbackListeners = 64
 
 // BwrapInfo is the part of bubblewrap's --info-fd JSON that srt reads:
 // bubblewrap writes one object and closes the pipe.

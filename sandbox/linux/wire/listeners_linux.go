@@ -9,10 +9,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// maxListeners bounds the descriptors of one listeners message: two names
-// (ListenerHTTP, ListenerSOCKS5) on at most two loopback addresses each,
-// with room to spare.
-const maxListeners = 16
+// maxListeners bounds the descriptors of one listeners message: two
+// proxies (ListenerHTTP, ListenerSOCKS5) on at most two loopback addresses
+// each, and MaxLoopbackListeners relayed ports, with room to spare (the
+// kernel's own bound, SCM_MAX_FD, is 253).
+const maxListeners = 8 + MaxLoopbackListeners
 
 // ErrBadListenersMessage is returned by RecvListeners for a message whose
 // descriptors do not match its names.

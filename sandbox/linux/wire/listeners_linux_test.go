@@ -63,3 +63,38 @@ func TestListenersEnded(t *testing.T) {
 		t.Errorf("mismatch: %v, want ErrBadListenersMessage", err)
 	}
 }
+
+// TestListenersFull: a message with both proxies on both loopback
+// addresses and MaxLoopbackListeners relayed ports arrives whole (the
+// receive buffers are large enough for it).
+func TestListenersFull(t *testing.T) {
+	sock, conn := seqpacket(t)
+	defer unix.Close(sock)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	names := []string{ListenerHTTP, ListenerHTTP, ListenerSOCKS5, ListenerSOCKS5}
+	for range MaxLoopbackListeners {
+		names = append(names, ListenerLoopback)
+	}
+	fds := make([]int, len(names))
+	for i := range fds {
+		fds[i] = int(r.Fd())
+	}
+	if err := SendListeners(sock, names, fds); err != nil {
+		t.Fatal(err)
+	}
+	got, gotFDs, err := RecvListeners(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range gotFDs {
+		unix.Close(fd)
+	}
+	if len(got) != len(names) || len(gotFDs) != len(names) || got[len(got)-1] != ListenerLoopback {
+		t.Fatalf("got %d names, %d descriptors, want %d", len(got), len(gotFDs), len(names))
+	}
+}
