@@ -108,6 +108,9 @@ type Config struct {
 	// or applying the resolved-address guard to it, which the parent does
 	// or not. Fixed for the Server's life (SetPolicy does not change it).
 	Parent *Parent
+	// Terminate, when not nil, terminates TLS in allowed CONNECT tunnels
+	// (terminate.go). Fixed for the Server's life.
+	Terminate *Terminate
 }
 
 // DefaultMaxConns is Config.MaxConns when zero: generous for one
