@@ -225,9 +225,17 @@ func (c *checker) network(n *node, path string, nw *Network) error {
 			nw.SOCKSProxyPort, err = c.integer(m.val, p, 1, 65535)
 		case "parentProxy":
 			nw.ParentProxy, err = c.parentProxy(m.val, p)
-		case "tlsTerminate", "mitmProxy", "filterRequest",
+		case "tlsTerminate":
+			nw.TLSTerminate, err = c.tlsTerminate(m.val, p)
+		case "requireHostMatch":
+			if m.val.kind != 'n' {
+				var b bool
+				b, err = c.boolean(m.val, p)
+				nw.RequireHostMatch = &b
+			}
+		case "mitmProxy", "filterRequest",
 			"allowPlaintextHeaderSet", "stripResponseHeaders", "refuseOpaqueTunnels",
-			"requireHostMatch", "ambiguousRequestTarget":
+			"ambiguousRequestTarget":
 			err = c.unsupported(m, path)
 		default:
 			err = c.unknown(m, path, networkKeys)

@@ -92,12 +92,26 @@ type Network struct {
 	// null. Each of its keys left out takes srt's own HTTP_PROXY /
 	// HTTPS_PROXY / NO_PROXY instead (policy.NetworkOf).
 	ParentProxy *ParentProxy `json:"parentProxy,omitempty"`
+	// TLSTerminate turns on TLS termination in the HTTP proxy's CONNECT
+	// tunnels (network.tlsTerminate), nil when the key is absent or null.
+	TLSTerminate *TLSTerminate `json:"tlsTerminate,omitempty"`
+	// RequireHostMatch is network.requireHostMatch: inside a terminated
+	// tunnel, the TLS server name, the CONNECT target and every request's
+	// Host/:authority must name the same host. nil (absent or null) means
+	// on whenever TLSTerminate is set (issue 17: on by default when
+	// terminating; the reference defaults it off). Read it with
+	// HostMatch.
+	RequireHostMatch *bool `json:"requireHostMatch,omitempty"`
 	// AllowAllDomains allows every host name, DeniedDomains and the rest
 	// of the guards still winning (netrule.Rules.AllowAll). It has no
 	// settings-file key, on purpose: only a library caller sets it
 	// (srtd's terminal profile, "network open").
 	AllowAllDomains bool `json:"-"`
 }
+
+// HostMatch reports whether network.requireHostMatch is on: its value
+// when given, else true.
+func (n Network) HostMatch() bool { return n.RequireHostMatch == nil || *n.RequireHostMatch }
 
 // Filesystem is the "filesystem" object.
 type Filesystem struct {
