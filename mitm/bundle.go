@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"software.sslmate.com/src/go-pkcs12"
 )
 
 // TrustBundle returns the PEM trust bundle the sandboxed command is
@@ -136,4 +138,34 @@ func certBlocks(data []byte) []byte {
 			_ = pem.Encode(&out, &pem.Block{Type: "CERTIFICATE", Bytes: blk.Bytes})
 		}
 	}
+}
+
+// TrustStorePassword opens the trust store TrustStore makes. It guards
+// nothing (a trust store holds public certificates, and the sandbox sees
+// the store read-only); the JVM only needs one to check the store's
+// integrity. "changeit" is the JDK's own cacerts password.
+const TrustStorePassword = "changeit"
+
+// TrustStore returns the certificates of a PEM bundle (TrustBundle) as a
+// PKCS#12 trust store for the JVM (javax.net.ssl.trustStore, type
+// PKCS12, Java 8 and later), which reads no PEM bundle of its own.
+// LegacyDES, not an AES encoder: the JVMs before 8u301 read only the
+// legacy algorithms, and nothing here is secret.
+func TrustStore(bundle []byte) ([]byte, error) {
+	var certs []*x509.Certificate
+	for {
+		var blk *pem.Block
+		blk, bundle = pem.Decode(bundle)
+		if blk == nil {
+			break
+		}
+		if c, err := x509.ParseCertificate(blk.Bytes); err == nil {
+			certs = append(certs, c)
+		}
+	}
+	b, err := pkcs12.LegacyDES.EncodeTrustStore(certs, TrustStorePassword)
+	if err != nil {
+		return nil, fmt.Errorf("mitm: JVM trust store: %w", err)
+	}
+	return b, nil
 }

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"software.sslmate.com/src/go-pkcs12"
 )
 
 // testCert returns a self-signed CA certificate named cn, PEM-encoded.
@@ -151,5 +153,20 @@ func TestTrustBundleOrder(t *testing.T) {
 	}
 	if _, err := TrustBundle(nil, nil); err == nil {
 		t.Fatal("TrustBundle(nil) succeeded")
+	}
+}
+
+func TestTrustStore(t *testing.T) {
+	bundle := append(testCert(t, "one"), testCert(t, "two")...)
+	b, err := TrustStore(bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certs, err := pkcs12.DecodeTrustStore(b, TrustStorePassword)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(certs) != 2 || certs[0].Subject.CommonName != "one" || certs[1].Subject.CommonName != "two" {
+		t.Fatalf("trust store holds %d certificates", len(certs))
 	}
 }

@@ -239,11 +239,14 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 		return nil, fmt.Errorf("working directory %s: %w", env.Cwd, err)
 	}
 	p := &Policy{Cwd: cwd, Home: env.Home, FilesystemDisabled: s.Filesystem.Disabled, Process: ProcessOf(s)}
-	if p.Network, err = NetworkOf(s); err != nil {
+	if p.Network, err = networkOf(s, env.Home); err != nil {
 		return nil, err
 	}
 	p.NamesAtCreation, p.NamesAtCreationSet = s.Filesystem.NamesAtCreation()
 	if p.FilesystemDisabled {
+		if t := p.Network.TLS; t != nil && t.CAKeyPath != "" {
+			return nil, fmt.Errorf("network.tlsTerminate.caKeyPath: with filesystem.disabled the sandbox could read the CA's private key; use an ephemeral CA (no caCertPath/caKeyPath) or a filesystem policy: %w", ErrUnenforceable)
+		}
 		return p, nil
 	}
 	r := resolver{cwd: env.Cwd, home: env.Home, untrusted: env.Untrusted, p: p}
@@ -251,6 +254,13 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 	p.DenyRead = r.entries("filesystem.denyRead", fs.DenyRead, true)
 	for _, d := range hostSecrets(env.Home) {
 		p.DenyRead = append(p.DenyRead, makePath(d, OriginMandatory, "mandatory: srtd's token"))
+	}
+	// The TLS CA's private key (network.tlsTerminate.caKeyPath): whoever
+	// reads it can mint certificates the sandbox's clients trust. Through
+	// the link guard below like every rule, so that a run cannot move the
+	// deny off the key by re-pointing a link on its path.
+	if t := p.Network.TLS; t != nil && t.CAKeyPath != "" {
+		p.DenyRead = append(p.DenyRead, makePath(t.CAKeyPath, OriginMandatory, "mandatory: network.tlsTerminate.caKeyPath"))
 	}
 	p.AllowRead = r.entries("filesystem.allowRead", fs.AllowRead, false)
 	p.DenyWrite = r.entries("filesystem.denyWrite", fs.DenyWrite, true)

@@ -45,6 +45,9 @@ type Network struct {
 	// HTTP_PROXY / HTTPS_PROXY / NO_PROXY (either case, upper first), as
 	// the reference 0.0.83 does. Read once, when the policy is compiled.
 	Parent *proxy.Parent
+	// TLS is network.tlsTerminate compiled (tlsterminate.go), nil when
+	// srt's proxy does not terminate TLS.
+	TLS *TLS
 }
 
 // Process are the rules about what the sandboxed processes may do
@@ -74,8 +77,15 @@ func NetworkRules(n settings.Network) netrule.Rules {
 }
 
 // NetworkOf compiles the network half of s (nil: the defaults). Errors
-// name the bad entry (netrule.EntryError) under "network.".
+// name the bad entry (netrule.EntryError) under "network.". "~/" in
+// network.tlsTerminate's paths is the user's home directory.
 func NetworkOf(s *settings.Settings) (Network, error) {
+	home, _ := os.UserHomeDir()
+	return networkOf(s, home)
+}
+
+// networkOf is NetworkOf with the home directory given.
+func networkOf(s *settings.Settings, home string) (Network, error) {
 	if s == nil {
 		s = settings.Default()
 	}
@@ -88,9 +98,13 @@ func NetworkOf(s *settings.Settings) (Network, error) {
 	if err != nil {
 		return Network{}, err
 	}
+	tls, err := tlsOf(n, home)
+	if err != nil {
+		return Network{}, err
+	}
 	return Network{Rules: rules, HTTPProxyPort: n.HTTPProxyPort, SOCKSProxyPort: n.SOCKSProxyPort,
 		AllowUnixSockets: n.AllowUnixSockets, AllowAllUnixSockets: n.AllowAllUnixSockets,
-		AllowLocalBinding: n.AllowLocalBinding, AllowMachLookup: n.AllowMachLookup, Parent: parent}, nil
+		AllowLocalBinding: n.AllowLocalBinding, AllowMachLookup: n.AllowMachLookup, Parent: parent, TLS: tls}, nil
 }
 
 // parentProxy compiles network.parentProxy, each of its keys absent

@@ -1,0 +1,122 @@
+package policy
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/srt-go/srt/mitm"
+	"github.com/srt-go/srt/netrule"
+	"github.com/srt-go/srt/proxy"
+	"github.com/srt-go/srt/settings"
+)
+
+// TLS is the compiled network.tlsTerminate (seed 003 "Terminaison TLS";
+// issue 17): what srt's HTTP proxy terminates with and what the sandbox
+// is pointed at. Nil in Network means no termination.
+type TLS struct {
+	// Terminate is the proxy's configuration (proxy.Config.Terminate):
+	// the CA, loaded from caCertPath/caKeyPath or made for this
+	// compilation only (mitm.NewCA), excludeDomains, the upstream roots
+	// (the host's system pool plus extraCaCertPaths), the limits and
+	// requireHostMatch.
+	Terminate *proxy.Terminate
+	// Bundle is the PEM trust bundle shown read-only inside the sandbox
+	// (mitm.TrustBundle): the CA, the host's roots, the extra CAs.
+	Bundle []byte
+	// TrustStore is Bundle as a PKCS#12 trust store for the JVM
+	// (mitm.TrustStore), opened with mitm.TrustStorePassword.
+	TrustStore []byte
+	// CAKeyPath is the resolved caKeyPath, "" for an ephemeral CA:
+	// Compile read-denies it inside the sandbox.
+	CAKeyPath string
+}
+
+// tlsOf compiles network.tlsTerminate (nil: no termination) with "~/"
+// expanded against home. Errors name the key: a CA file srt cannot read,
+// or a pair mitm.LoadCA refuses (no PEM block, not a CA, the key does not
+// match, expired).
+func tlsOf(n settings.Network, home string) (*TLS, error) {
+	t := n.TLSTerminate
+	if t == nil {
+		return nil, nil
+	}
+	expand := func(p string) string {
+		if rest, ok := strings.CutPrefix(p, "~/"); ok && home != "" {
+			return filepath.Join(home, rest)
+		}
+		return p
+	}
+	out := &TLS{}
+	var ca *mitm.CA
+	var err error
+	if t.CACertPath != "" {
+		cert, key := expand(t.CACertPath), expand(t.CAKeyPath)
+		for _, f := range []struct{ key, path string }{{"caCertPath", cert}, {"caKeyPath", key}} {
+			fh, err := os.Open(f.path)
+			if err != nil {
+				return nil, fmt.Errorf("network.tlsTerminate.%s: %w", f.key, err)
+			}
+			fh.Close()
+		}
+		if ca, err = mitm.LoadCA(cert, key); err != nil {
+			return nil, fmt.Errorf("network.tlsTerminate: %w", err)
+		}
+		out.CAKeyPath = key
+	} else if ca, err = mitm.NewCA(); err != nil {
+		return nil, fmt.Errorf("network.tlsTerminate: ephemeral CA: %w", err)
+	}
+	extra := make([]string, len(t.ExtraCACertPaths))
+	for i, p := range t.ExtraCACertPaths {
+		extra[i] = expand(p)
+	}
+	roots, err := mitm.UpstreamRoots(extra)
+	if err != nil {
+		return nil, fmt.Errorf("network.tlsTerminate: %w", err)
+	}
+	if out.Bundle, err = mitm.TrustBundle(ca, extra); err != nil {
+		return nil, fmt.Errorf("network.tlsTerminate: %w", err)
+	}
+	if out.TrustStore, err = mitm.TrustStore(out.Bundle); err != nil {
+		return nil, fmt.Errorf("network.tlsTerminate: %w", err)
+	}
+	exclude, err := excludeOf(t.ExcludeDomains)
+	if err != nil {
+		return nil, err
+	}
+	out.Terminate = &proxy.Terminate{CA: ca, Exclude: exclude, RootCAs: roots, MaxTunnels: t.MaxTunnels,
+		HandshakeTimeout: time.Duration(t.HandshakeTimeoutMs) * time.Millisecond, AllowHostMismatch: !n.HostMatch()}
+	return out, nil
+}
+
+// excludeOf is excludeDomains as proxy.Terminate.Exclude: the
+// allowedDomains grammar and matcher (netrule.ParsePattern,
+// Pattern.Match), so a pattern means the same in both lists. Nil for an
+// empty list.
+func excludeOf(list []string) (func(string, int) bool, error) {
+	if len(list) == 0 {
+		return nil, nil
+	}
+	pats := make([]netrule.Pattern, len(list))
+	for i, e := range list {
+		p, err := netrule.ParsePattern(e, false)
+		if err != nil {
+			return nil, fmt.Errorf("network.tlsTerminate.excludeDomains[%d]: %w", i, err)
+		}
+		pats[i] = p
+	}
+	return func(host string, port int) bool {
+		canon, ip, err := netrule.CanonicalHost(host)
+		if err != nil {
+			return false // not excluded: terminated, and judged there
+		}
+		for _, p := range pats {
+			if p.Match(canon, ip, port) {
+				return true
+			}
+		}
+		return false
+	}, nil
+}

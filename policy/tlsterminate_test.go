@@ -1,0 +1,135 @@
+package policy
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/srt-go/srt/settings"
+)
+
+// writeCA writes a CA certificate and its PKCS#8 key into dir.
+func writeCA(t *testing.T, dir string) (cert, key string) {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "policy test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p8, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, key = filepath.Join(dir, "ca.pem"), filepath.Join(dir, "ca.key")
+	os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+	os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: p8}), 0o600)
+	return cert, key
+}
+
+func tlsSettings(t *testing.T, tt *settings.TLSTerminate) *settings.Settings {
+	s := settings.Default()
+	s.Network.TLSTerminate = tt
+	return s
+}
+
+// The CA key is read-denied inside the sandbox wherever it lies, the
+// working directory (a write root) included, and compiled from the path
+// as resolved when the policy is made.
+func TestTLSKeyReadDenied(t *testing.T) {
+	cwd := t.TempDir()
+	cwd, _ = filepath.EvalSymlinks(cwd)
+	os.Mkdir(filepath.Join(cwd, "keys"), 0o755)
+	cert, key := writeCA(t, filepath.Join(cwd, "keys"))
+	s := tlsSettings(t, &settings.TLSTerminate{CACertPath: cert, CAKeyPath: key})
+	s.Filesystem.AllowWrite = []settings.PathEntry{{Path: "."}}
+	p, err := Compile(s, Env{Cwd: cwd, Home: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Network.TLS == nil || p.Network.TLS.Terminate == nil || p.Network.TLS.Terminate.CA == nil || p.Network.TLS.Terminate.AllowHostMismatch {
+		t.Fatalf("TLS not compiled: %+v", p.Network.TLS)
+	}
+	if p.Readable(key) {
+		t.Fatalf("the CA key %s is readable inside the sandbox", key)
+	}
+	if !p.Readable(cert) {
+		t.Fatalf("the CA certificate %s is not readable", cert)
+	}
+	// A key spelled through a link inside a write root: the run could
+	// re-point the link and move the deny off the key, so Compile refuses.
+	os.Symlink(filepath.Join(cwd, "keys"), filepath.Join(cwd, "link"))
+	s.Network.TLSTerminate.CAKeyPath = filepath.Join(cwd, "link", "ca.key")
+	if _, err := Compile(s, Env{Cwd: cwd, Home: t.TempDir()}); !errors.Is(err, ErrUnenforceable) {
+		t.Fatalf("key through a planted link: err = %v, want ErrUnenforceable", err)
+	}
+	// filesystem.disabled would leave the key readable.
+	s.Network.TLSTerminate.CAKeyPath = key
+	s.Filesystem.Disabled = true
+	if _, err := Compile(s, Env{Cwd: cwd, Home: t.TempDir()}); !errors.Is(err, ErrUnenforceable) || !strings.Contains(err.Error(), "caKeyPath") {
+		t.Fatalf("filesystem.disabled with a CA key: err = %v", err)
+	}
+}
+
+func TestTLSCompileErrors(t *testing.T) {
+	d := t.TempDir()
+	cert, key := writeCA(t, d)
+	other, _ := writeCA(t, t.TempDir())
+	garbage := filepath.Join(d, "garbage.pem")
+	os.WriteFile(garbage, []byte("not PEM\n"), 0o644)
+	for _, tc := range []struct {
+		name, cert, key, want string
+	}{
+		{"missing cert", filepath.Join(d, "nope.pem"), key, "network.tlsTerminate.caCertPath: "},
+		{"missing key", cert, filepath.Join(d, "nope.key"), "network.tlsTerminate.caKeyPath: "},
+		{"mismatched", other, key, "network.tlsTerminate: "},
+		{"malformed", garbage, key, "network.tlsTerminate: "},
+	} {
+		_, err := NetworkOf(tlsSettings(t, &settings.TLSTerminate{CACertPath: tc.cert, CAKeyPath: tc.key}))
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want it to start with %q", tc.name, err, tc.want)
+		}
+	}
+	n, err := NetworkOf(tlsSettings(t, &settings.TLSTerminate{}))
+	if err != nil || n.TLS == nil || n.TLS.CAKeyPath != "" || len(n.TLS.Bundle) == 0 || len(n.TLS.TrustStore) == 0 {
+		t.Fatalf("ephemeral CA: %+v, %v", n.TLS, err)
+	}
+}
+
+func TestTLSExclude(t *testing.T) {
+	ex, err := excludeOf([]string{"*.mtls.example", "pinned.example:8443", "10.1.2.3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		host string
+		port int
+		want bool
+	}{
+		{"a.mtls.example", 443, true}, {"A.MTLS.example.", 443, true}, {"mtls.example", 443, false},
+		{"pinned.example", 8443, true}, {"pinned.example", 443, false}, {"10.1.2.3", 443, true},
+		{"other.example", 443, false},
+	} {
+		if got := ex(tc.host, tc.port); got != tc.want {
+			t.Errorf("Exclude(%s, %d) = %v, want %v", tc.host, tc.port, got, tc.want)
+		}
+	}
+	if ex, _ := excludeOf(nil); ex != nil {
+		t.Fatal("an empty excludeDomains gives a func")
+	}
+}
