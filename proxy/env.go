@@ -93,3 +93,58 @@ func MergeJavaToolOptions(inherited string, httpPort int) string {
 	}
 	return inherited + " " + ours
 }
+
+// TrustEnv returns the variables that point a sandboxed command's TLS
+// clients at the trust bundle at bundlePath (the proxy's CA, the host's
+// roots, network.tlsTerminate.extraCaCertPaths; mitm.TrustBundle), as
+// "KEY=value" strings. Each replaces the tool's own trust configuration,
+// which is why the bundle holds the host's roots too. The JVM reads no
+// PEM bundle: see MergeJavaTrustStore.
+//
+//   - SSL_CERT_FILE: OpenSSL's default verify file (Python's ssl and
+//     urllib, Ruby, PHP, wget, git with OpenSSL), Go's crypto/x509 on
+//     Linux, Rust's openssl-probe and rustls-native-certs.
+//   - NODE_EXTRA_CA_CERTS: Node, added to its bundled roots (read at
+//     start-up only).
+//   - CURL_CA_BUNDLE: curl and libcurl.
+//   - GIT_SSL_CAINFO: git's http.sslCAInfo, whatever its TLS backend.
+//   - REQUESTS_CA_BUNDLE: Python requests (which otherwise uses certifi).
+//   - CARGO_HTTP_CAINFO: cargo's http.cainfo.
+//   - AWS_CA_BUNDLE: the AWS CLI and SDKs.
+//   - DENO_CERT: Deno.
+//   - PIP_CERT: pip's --cert.
+//   - NIX_SSL_CERT_FILE: Nix.
+//   - HEX_CACERTS_PATH: Elixir's Hex.
+func TrustEnv(bundlePath string) []string {
+	names := []string{"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO",
+		"REQUESTS_CA_BUNDLE", "CARGO_HTTP_CAINFO", "AWS_CA_BUNDLE", "DENO_CERT", "PIP_CERT",
+		"NIX_SSL_CERT_FILE", "HEX_CACERTS_PATH"}
+	env := make([]string, len(names))
+	for i, n := range names {
+		env[i] = n + "=" + bundlePath
+	}
+	return env
+}
+
+// MergeJavaTrustStore returns the JAVA_TOOL_OPTIONS value inherited (may
+// be empty) with the JVM trust store properties for the PKCS#12 store at
+// storePath appended (-Djavax.net.ssl.trustStore, trustStoreType PKCS12,
+// trustStorePassword password): the last -D wins, as in
+// MergeJavaToolOptions. A path or password with a space cannot be
+// expressed (the JVM splits the variable at spaces), so the value is
+// returned unchanged for them. Calling it again on its own result adds
+// nothing.
+func MergeJavaTrustStore(inherited, storePath, password string) string {
+	if strings.ContainsAny(storePath+password, " \t\n") {
+		return inherited
+	}
+	ours := "-Djavax.net.ssl.trustStore=" + storePath + " -Djavax.net.ssl.trustStoreType=PKCS12 -Djavax.net.ssl.trustStorePassword=" + password
+	inherited = strings.TrimSpace(inherited)
+	switch {
+	case inherited == "":
+		return ours
+	case strings.HasSuffix(inherited, ours):
+		return inherited
+	}
+	return inherited + " " + ours
+}

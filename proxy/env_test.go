@@ -106,3 +106,20 @@ func TestGitCloneHTTP(t *testing.T) {
 		t.Fatalf("denied clone: exit %d: %s", code, errOut)
 	}
 }
+
+func TestTrustEnv(t *testing.T) {
+	env := TrustEnv("/b.pem")
+	for _, k := range []string{"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "REQUESTS_CA_BUNDLE", "CARGO_HTTP_CAINFO", "AWS_CA_BUNDLE", "DENO_CERT"} {
+		if !slices.Contains(env, k+"=/b.pem") {
+			t.Errorf("TrustEnv lacks %s", k)
+		}
+	}
+	j := MergeJavaTrustStore("-Xmx1g", "/s.p12", "changeit")
+	want := "-Xmx1g -Djavax.net.ssl.trustStore=/s.p12 -Djavax.net.ssl.trustStoreType=PKCS12 -Djavax.net.ssl.trustStorePassword=changeit"
+	if j != want || MergeJavaTrustStore(j, "/s.p12", "changeit") != want {
+		t.Fatalf("MergeJavaTrustStore = %q", j)
+	}
+	if got := MergeJavaTrustStore("-Xmx1g", "/a b.p12", "x"); got != "-Xmx1g" {
+		t.Fatalf("a path with a space: %q", got)
+	}
+}
