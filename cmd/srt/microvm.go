@@ -37,6 +37,10 @@ func runMicroVM(s *settings.Settings, argv []string, lg *slog.Logger, stdin, std
 		fmt.Fprintf(stderr, "srt: %v\n", err)
 		return exitSetup
 	}
+	if pol.Network.TLS != nil {
+		fmt.Fprintf(stderr, "srt: %s: network.tlsTerminate is not supported by the microvm backend yet; remove it or use the native backend\n", s.Source)
+		return exitSetup
+	}
 	readOnly := !pol.FilesystemDisabled
 	if !pol.FilesystemDisabled {
 		for _, d := range pol.DenyRead {

@@ -104,7 +104,11 @@ func Start(ctx context.Context, cfg Config) (_ *Process, err error) {
 
 	// The proxies. A user-run proxy (httpProxyPort/socksProxyPort) on the
 	// loopback is used as it is: the profile allows its port instead.
-	if p.srv, err = proxy.New(proxy.Config{Policy: nw.Rules, OnViolation: cfg.OnViolation, Logger: lg, MaxConns: nw.MaxConns, Parent: nw.Parent}); err != nil {
+	var term *proxy.Terminate
+	if nw.TLS != nil {
+		term = nw.TLS.Terminate
+	}
+	if p.srv, err = proxy.New(proxy.Config{Policy: nw.Rules, OnViolation: cfg.OnViolation, Logger: lg, MaxConns: nw.MaxConns, Parent: nw.Parent, Terminate: term}); err != nil {
 		return nil, err
 	}
 	var sctx context.Context
@@ -159,6 +163,11 @@ func Start(ctx context.Context, cfg Config) (_ *Process, err error) {
 		env = envlist.Set(env, k, v)
 	}
 	env = envlist.Set(env, "JAVA_TOOL_OPTIONS", proxy.MergeJavaToolOptions(getEnv(env, "JAVA_TOOL_OPTIONS"), httpPort))
+	if nw.TLS != nil {
+		if env, err = trustFiles(nw.TLS, p.dir, env); err != nil {
+			return nil, err
+		}
+	}
 	// macOS's nc speaks HTTP CONNECT (-X connect), so ssh goes through
 	// the HTTP proxy with no helper of ours.
 	env = envlist.Set(env, "GIT_SSH_COMMAND", "ssh -o ProxyCommand='nc -X connect -x 127.0.0.1:"+strconv.Itoa(httpPort)+" %h %p'")

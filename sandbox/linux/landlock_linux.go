@@ -232,6 +232,9 @@ func StartLandlock(ctx context.Context, cfg Config, warn io.Writer) (*landlockPr
 		fmt.Fprintf(warn, "srt:   - %s\n", m)
 	}
 
+	if cfg.Policy.Network.TLS != nil {
+		return nil, setupErr("network.tlsTerminate is not supported by the Landlock sandbox (enableWeakerNestedSandbox) yet")
+	}
 	// The proxies listen on the host's loopback: there is no network
 	// namespace to hand listeners out of.
 	n, _, err := newNetwork(cfg.Policy.Network, cfg.OnViolation, lg)

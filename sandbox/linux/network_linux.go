@@ -6,10 +6,12 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 
 	"github.com/srt-go/srt/internal/envlist"
+	"github.com/srt-go/srt/mitm"
 	"github.com/srt-go/srt/netrule"
 	"github.com/srt-go/srt/policy"
 	"github.com/srt-go/srt/proxy"
@@ -76,7 +78,11 @@ func newNetwork(nw policy.Network, onViolation func(violation.Violation), lg *sl
 	if err != nil {
 		return nil, nil, err
 	}
-	srv, err := proxy.New(proxy.Config{Policy: nw.Rules, OnViolation: onViolation, Logger: lg, Forbidden: forbidden, MaxConns: nw.MaxConns, Parent: nw.Parent})
+	var term *proxy.Terminate
+	if nw.TLS != nil {
+		term = nw.TLS.Terminate
+	}
+	srv, err := proxy.New(proxy.Config{Policy: nw.Rules, OnViolation: onViolation, Logger: lg, Forbidden: forbidden, MaxConns: nw.MaxConns, Parent: nw.Parent, Terminate: term})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -210,6 +216,52 @@ func proxyEnv(env []string, srtPath string) []string {
 		env = envlist.Set(env, "GIT_SSH_COMMAND", fmt.Sprintf(`ssh -o ProxyCommand="%s %s %%h %%p"`, shellQuote(srtPath), wire.ProxyConnectArg))
 	}
 	return env
+}
+
+// Where the sandbox finds the trust files of network.tlsTerminate, below
+// its private TMPDIR (fsplan.Options.TmpDir). They are bubblewrap
+// --ro-bind-data mounts of sealed memfds, so no host path holds them
+// (nothing for another local user to swap, nothing left behind), and the
+// command can neither change nor replace them: a mount point cannot be
+// unlinked or renamed (EBUSY). The host view binds / read-only, so the
+// only places bubblewrap can create a mount point in are the tmpfs the
+// plan mounts; the private TMPDIR is the one every run has. Dot names,
+// so that a `rm -rf "$TMPDIR"/*` passes them by.
+const (
+	trustBundleName = ".srt-ca-bundle.pem"
+	trustStoreName  = ".srt-ca-truststore.p12"
+)
+
+// trustFiles returns the bubblewrap options that show tls's bundle and
+// JVM trust store in the sandbox's TMPDIR tmpdir (after the plan's own
+// options: the TMPDIR tmpfs must be mounted first), each memfd passed
+// with addFD, and env with the trust variables set (proxy.TrustEnv,
+// proxy.MergeJavaTrustStore). A nil tls returns nothing and env as is.
+func trustFiles(tls *policy.TLS, tmpdir string, env []string, addFD func(*os.File) int) ([]string, []string, error) {
+	if tls == nil {
+		return nil, env, nil
+	}
+	if tmpdir == "" {
+		return nil, nil, fmt.Errorf("network.tlsTerminate: the sandbox has no private TMPDIR to show the trust bundle in")
+	}
+	var args []string
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{trustBundleName, tls.Bundle}, {trustStoreName, tls.TrustStore}} {
+		mf, err := memfile("srt-"+f.name[1:], f.data)
+		if err != nil {
+			return nil, nil, fmt.Errorf("network.tlsTerminate: %s: %w", f.name, err)
+		}
+		args = append(args, "--perms", "0444", "--ro-bind-data", strconv.Itoa(addFD(mf)), filepath.Join(tmpdir, f.name))
+	}
+	bundle := filepath.Join(tmpdir, trustBundleName)
+	for _, kv := range proxy.TrustEnv(bundle) {
+		k, v, _ := cutKV(kv)
+		env = envlist.Set(env, k, v)
+	}
+	java := proxy.MergeJavaTrustStore(getEnv(env, "JAVA_TOOL_OPTIONS"), filepath.Join(tmpdir, trustStoreName), mitm.TrustStorePassword)
+	return args, envlist.Set(env, "JAVA_TOOL_OPTIONS", java), nil
 }
 
 func cutKV(kv string) (string, string, bool) {

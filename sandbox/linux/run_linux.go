@@ -280,6 +280,14 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	// bwrap's own command line stays short. The command itself must be on
 	// the command line; it holds only descriptor numbers.
 	args := bwrapArgs(cfg.Policy, plan, dir, infoFD)
+	if cfg.Policy.Network.TLS != nil && plan.Mapping.Confined {
+		return nil, setupErr("network.tlsTerminate is not supported in a confined view yet")
+	}
+	trust, env, err := trustFiles(cfg.Policy.Network.TLS, tmpdir, env, addFD)
+	if err != nil {
+		return nil, &SetupError{err}
+	}
+	args = append(args, trust...)
 	lg.Debug("bwrap", "options", strings.Join(args, " "))
 	argsFile, err := memfile("srt-bwrap-args", []byte(strings.Join(args, "\x00")+"\x00"))
 	if err != nil {
