@@ -198,6 +198,10 @@ func (s *Server) handleConnect(ctx context.Context, c net.Conn, br *bufio.Reader
 		s.violation("connect", d, port)
 		return
 	}
+	if s.term != nil && !s.term.excluded(d.Host, port) {
+		s.terminate(ctx, c, br, bw, pol, d, port) // terminate.go
+		return
+	}
 	up, err := s.dialTunnel(ctx, pol, d, port)
 	if err != nil {
 		if re, ok := isRefused(err); ok {
@@ -215,16 +219,22 @@ func (s *Server) handleConnect(ctx context.Context, c net.Conn, br *bufio.Reader
 		writeSimple(bw, 502, "Bad Gateway", "upstream connection failed: "+err.Error())
 		return
 	}
-	if !s.track(up, nil) {
-		up.Close()
-		return
-	}
-	defer s.untrack(up)
 	bw.WriteString("HTTP/1.1 200 Connection Established\r\n\r\n")
 	if err := bw.Flush(); err != nil {
 		up.Close()
 		return
 	}
+	s.pipeTunnel(c, br, up)
+}
+
+// pipeTunnel joins client connection c, whose CONNECT has been answered
+// 200, to upstream up until both ends are done; it closes up.
+func (s *Server) pipeTunnel(c net.Conn, br *bufio.Reader, up net.Conn) {
+	if !s.track(up, nil) {
+		up.Close()
+		return
+	}
+	defer s.untrack(up)
 	// Bytes the client sent right after its CONNECT headers (a TLS
 	// ClientHello from an eager client) are already in br.
 	if n := br.Buffered(); n > 0 {

@@ -146,6 +146,7 @@ type Server struct {
 	policy    atomic.Pointer[netrule.Policy]
 	transport *http.Transport // plain HTTP, dialled directly
 	viaParent *http.Transport // plain HTTP through Config.Parent; nil without one
+	term      *terminator     // Config.Terminate's state; nil without it
 	active    atomic.Int64    // client connections being served
 	limit     connLimit
 
@@ -161,7 +162,8 @@ type Server struct {
 }
 
 // New returns a Server for cfg. It does not listen; it returns an error
-// only for an invalid Config (a negative MaxConns).
+// only for an invalid Config (a negative MaxConns, a Terminate without a
+// CA or with a negative bound).
 func New(cfg Config) (*Server, error) {
 	if cfg.MaxConns < 0 {
 		return nil, fmt.Errorf("proxy: MaxConns %d: want 0 (the default) or more", cfg.MaxConns)
@@ -199,6 +201,13 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Parent != nil {
 		s.viaParent = s.parentTransport()
 	}
+	if cfg.Terminate != nil {
+		t, err := newTerminator(s, *cfg.Terminate)
+		if err != nil {
+			return nil, err
+		}
+		s.term = t
+	}
 	s.transport = &http.Transport{
 		Proxy:               nil, // never chain to srt's own HTTP_PROXY
 		DialContext:         s.transportDial,
@@ -220,11 +229,15 @@ func (s *Server) SetPolicy(p *netrule.Policy) {
 	s.closeIdle()
 }
 
-// closeIdle closes the pooled plain-HTTP upstream connections.
+// closeIdle closes the pooled plain-HTTP upstream connections and those
+// of terminated tunnels.
 func (s *Server) closeIdle() {
 	s.transport.CloseIdleConnections()
 	if s.viaParent != nil {
 		s.viaParent.CloseIdleConnections()
+	}
+	if s.term != nil {
+		s.term.upstream.CloseIdleConnections()
 	}
 }
 
