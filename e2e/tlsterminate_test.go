@@ -171,7 +171,7 @@ func main() {
 const tlsNodeClientSrc = `const http = require('http'), https = require('https'), tls = require('tls');
 const [host, port, path] = process.argv.slice(2);
 const proxy = new URL(process.env.HTTPS_PROXY);
-const req = http.request({host: proxy.hostname, port: proxy.port, method: 'CONNECT', path: host + ':' + port});
+const req = http.request({host: proxy.hostname, port: proxy.port, method: 'CONNECT', path: host + ':' + port, headers: {host: host + ':' + port}});
 req.on('connect', (res, socket) => {
   if (res.statusCode !== 200) { console.log('node CONNECT', res.statusCode); process.exit(1); }
   https.get({host, port, path, createConnection: () => tls.connect({socket, host})}, r => {
