@@ -113,7 +113,7 @@ func TestSettingsErrors(t *testing.T) {
 		{"unknown-key-typo", `{"filesytem":{"allowWrite":["."]}}`, `"filesytem".*did you mean "filesystem"`},
 		{"unknown-nested-key-typo", `{"filesystem":{"alowWrite":["."]}}`, `alowWrite.*allowWrite`},
 		{"unsupported-credentials", `{"credentials":{}}`, `credentials.*not supported`},
-		{"unsupported-tls-terminate", `{"network":{"tlsTerminate":true}}`, `network\.tlsTerminate.*not supported`},
+		{"tls-terminate-not-object", `{"network":{"tlsTerminate":true}}`, `network\.tlsTerminate: expected an object`},
 	}
 	forEachUser(t, func(t *testing.T, u *account) {
 		t.Parallel()
