@@ -2,6 +2,7 @@ package mitm
 
 import (
 	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -74,15 +75,17 @@ func TestHostRootsOrderAndSources(t *testing.T) {
 	os.WriteFile(filepath.Join(certDir, "b.txt"), testCert(t, "dir-ignored"), 0o644)
 	env := map[string]string{}
 	getenv := func(k string) string { return env[k] }
+	// macOS puts its keychain's roots first; the files follow.
+	sys := len(names(t, systemRoots(context.Background())))
 
 	// The first file that exists wins; the later ones are not read.
-	got := names(t, hostRoots(getenv, []string{filepath.Join(d, "missing"), first, second}))
+	got := names(t, hostRoots(getenv, []string{filepath.Join(d, "missing"), first, second}))[sys:]
 	if len(got) != 1 || got[0] != "first" {
 		t.Fatalf("files: %v, want [first]", got)
 	}
 	// SSL_CERT_FILE replaces the list; SSL_CERT_DIR adds its *.pem/*.crt.
 	env["SSL_CERT_FILE"], env["SSL_CERT_DIR"] = second, certDir+string(os.PathListSeparator)+filepath.Join(d, "nodir")
-	got = names(t, hostRoots(getenv, []string{first}))
+	got = names(t, hostRoots(getenv, []string{first}))[sys:]
 	if len(got) != 2 || got[0] != "second" || got[1] != "dir-a" {
 		t.Fatalf("env: %v, want [second dir-a]", got)
 	}
