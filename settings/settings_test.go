@@ -118,8 +118,7 @@ const unsupportedMsg = "not supported by srt-go; remove it (srt-go refuses to ru
 
 func init() {
 	for _, k := range []string{"tlsTerminate", "mitmProxy", "filterRequest",
-		"allowPlaintextHeaderSet", "stripResponseHeaders", "refuseOpaqueTunnels",
-		"requireHostMatch", "ambiguousRequestTarget"} {
+		"allowPlaintextHeaderSet", "requireHostMatch"} {
 		errCases = append(errCases, errCase{"unsupported-" + k, "{\"network\": {\n  \"" + k + "\": true}}", "network." + k, 2, 3, unsupportedMsg})
 	}
 }
