@@ -45,6 +45,10 @@ type Network struct {
 	// HTTP_PROXY / HTTPS_PROXY / NO_PROXY (either case, upper first), as
 	// the reference 0.0.83 does. Read once, when the policy is compiled.
 	Parent *proxy.Parent
+	// Filter is request filtering (proxy.Config's Filtering): settings'
+	// network.httpRules, refuseOpaqueTunnels, ambiguousRequestTarget and
+	// stripResponseHeaders (policy/filter.go).
+	Filter proxy.Filtering
 }
 
 // Process are the rules about what the sandboxed processes may do
@@ -88,9 +92,13 @@ func NetworkOf(s *settings.Settings) (Network, error) {
 	if err != nil {
 		return Network{}, err
 	}
+	filter, err := filterOf(n)
+	if err != nil {
+		return Network{}, err
+	}
 	return Network{Rules: rules, HTTPProxyPort: n.HTTPProxyPort, SOCKSProxyPort: n.SOCKSProxyPort,
 		AllowUnixSockets: n.AllowUnixSockets, AllowAllUnixSockets: n.AllowAllUnixSockets,
-		AllowLocalBinding: n.AllowLocalBinding, AllowMachLookup: n.AllowMachLookup, Parent: parent}, nil
+		AllowLocalBinding: n.AllowLocalBinding, AllowMachLookup: n.AllowMachLookup, Parent: parent, Filter: filter}, nil
 }
 
 // parentProxy compiles network.parentProxy, each of its keys absent

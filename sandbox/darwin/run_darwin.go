@@ -104,7 +104,7 @@ func Start(ctx context.Context, cfg Config) (_ *Process, err error) {
 
 	// The proxies. A user-run proxy (httpProxyPort/socksProxyPort) on the
 	// loopback is used as it is: the profile allows its port instead.
-	if p.srv, err = proxy.New(proxy.Config{Policy: nw.Rules, OnViolation: cfg.OnViolation, Logger: lg, MaxConns: nw.MaxConns, Parent: nw.Parent}); err != nil {
+	if p.srv, err = proxy.New(proxy.Config{Policy: nw.Rules, OnViolation: cfg.OnViolation, Logger: lg, MaxConns: nw.MaxConns, Parent: nw.Parent, Filtering: nw.Filter}); err != nil {
 		return nil, err
 	}
 	var sctx context.Context

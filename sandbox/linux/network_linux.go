@@ -76,7 +76,7 @@ func newNetwork(nw policy.Network, onViolation func(violation.Violation), lg *sl
 	if err != nil {
 		return nil, nil, err
 	}
-	srv, err := proxy.New(proxy.Config{Policy: nw.Rules, OnViolation: onViolation, Logger: lg, Forbidden: forbidden, MaxConns: nw.MaxConns, Parent: nw.Parent})
+	srv, err := proxy.New(proxy.Config{Policy: nw.Rules, OnViolation: onViolation, Logger: lg, Forbidden: forbidden, MaxConns: nw.MaxConns, Parent: nw.Parent, Filtering: nw.Filter})
 	if err != nil {
 		return nil, nil, err
 	}
