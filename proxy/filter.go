@@ -122,15 +122,20 @@ const (
 
 // requestRefusal is judgeRequest's refusal of one request.
 type requestRefusal struct {
-	status int
-	xerr   string // X-Proxy-Error
-	reason string // for the body and the violation
-	rule   string // the violation's Rule
+	status  int
+	xerr    string // X-Proxy-Error
+	subject string // "METHOD /target", made safe
+	reason  string
+	rule    string // the violation's Rule
 }
+
+// text is the refusal's body and violation reason: "METHOD /target:
+// reason".
+func (r *requestRefusal) text() string { return r.subject + ": " + cleanBody(r.reason) }
 
 // write answers the refusal on a raw connection (plain HTTP).
 func (r *requestRefusal) write(bw *bufio.Writer) {
-	writeResponse(bw, strconv.Itoa(r.status)+" "+http.StatusText(r.status), r.xerr, cleanBody(r.reason+"\n"))
+	writeResponse(bw, strconv.Itoa(r.status)+" "+http.StatusText(r.status), r.xerr, r.text()+"\n")
 }
 
 // ServeHTTP answers the refusal through an http.ResponseWriter (the
@@ -141,7 +146,7 @@ func (r *requestRefusal) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	h.Set("X-Proxy-Error", r.xerr)
 	h.Set("Connection", "close")
 	w.WriteHeader(r.status)
-	w.Write([]byte(cleanBody(r.reason + "\n")))
+	w.Write([]byte(r.text() + "\n"))
 }
 
 // active reports whether a request to host:port is judged.
@@ -216,20 +221,29 @@ func newFilterRequest(method, scheme, host string, port int, rawTarget string, a
 // (applyRequestEdits before forwarding, editResponse before answering).
 // A request that is not judged gets (nil, zero decision).
 func (s *Server) judgeRequest(ctx context.Context, fr *FilterRequest, t requestTarget, targetErr error) (*requestRefusal, FilterDecision) {
-	f := &s.cfg.Filtering
-	if !f.active(fr.Host, fr.Port) {
+	if !s.cfg.active(fr.Host, fr.Port) {
 		return nil, FilterDecision{}
 	}
+	r, dec := s.judge(ctx, fr, t, targetErr)
+	if r != nil {
+		r.subject = sanitize(fr.Method, 20) + " " + sanitize(fr.Target, 200)
+	}
+	return r, dec
+}
+
+// judge is judgeRequest for a judged request, steps 1 to 6.
+func (s *Server) judge(ctx context.Context, fr *FilterRequest, t requestTarget, targetErr error) (*requestRefusal, FilterDecision) {
+	f := &s.cfg.Filtering
 	if targetErr != nil {
 		return &requestRefusal{status: 400, xerr: errHdrTarget, reason: targetErr.Error()}, FilterDecision{}
 	}
 	if fr.Method == "TRACE" || fr.Method == "TRACK" {
 		return &requestRefusal{status: 405, xerr: errHdrFiltered,
-			reason: fr.Method + " is refused while requests are filtered: its response would echo the request's headers"}, FilterDecision{}
+			reason: "refused while requests are filtered: its response would echo the request's headers"}, FilterDecision{}
 	}
 	if fr.Ambiguous && f.AmbiguousTarget == AmbiguousRefuse {
 		return &requestRefusal{status: 400, xerr: errHdrAmbiguous, rule: "network.ambiguousRequestTarget",
-			reason: fmt.Sprintf("ambiguous request target %q (normalised %q); send the normalised form", sanitize(fr.Target, 200), sanitize(fr.NormalizedTarget, 200))}, FilterDecision{}
+			reason: fmt.Sprintf("ambiguous request target (normalised %s); send the normalised form", sanitize(fr.NormalizedTarget, 200))}, FilterDecision{}
 	}
 	if f.HTTPRules.Names(fr.Host, fr.Port) {
 		if r := f.HTTPRules.judge(fr, t, f.AmbiguousTarget == AmbiguousAsSpelled); r != nil {
@@ -270,7 +284,7 @@ func (s *Server) requestViolation(proto string, fr *FilterRequest, r *requestRef
 		Time:     time.Now(),
 		Action:   violation.NetworkOutbound,
 		Target:   net.JoinHostPort(fr.Host, strconv.Itoa(fr.Port)),
-		Reason:   sanitize(fr.Method, 20) + " " + sanitize(fr.Target, 200) + ": " + cleanBody(r.reason),
+		Reason:   r.text(),
 		Protocol: proto,
 		Rule:     r.rule,
 	}

@@ -94,7 +94,7 @@ func (r *HTTPRules) judge(fr *FilterRequest, t requestTarget, asSpelled bool) *r
 		}
 	}
 	return &requestRefusal{status: 403, xerr: errHdrFiltered, rule: names[0],
-		reason: fmt.Sprintf("%s %s to %s is not allowed by %s", sanitize(fr.Method, 20), sanitize(t.path, 200), fr.Host, strings.Join(names, ", "))}
+		reason: fmt.Sprintf("the method and path match no rule for %s (%s)", fr.Host, strings.Join(names, ", "))}
 }
 
 // allUnder reports whether every reading is under one of the prefixes.

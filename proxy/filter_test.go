@@ -90,7 +90,7 @@ func TestFilterHook(t *testing.T) {
 		violation             bool
 	}{
 		{method: "GET", target: "/ok?q=1#frag", status: 200, body: `GET /ok?q=1 secret=""`},
-		{method: "GET", target: "/deny", status: 403, xerr: errHdrFiltered, body: "refused by the request filter: no deny for you\n", violation: true},
+		{method: "GET", target: "/deny", status: 403, xerr: errHdrFiltered, body: "GET /deny: refused by the request filter: no deny for you\n", violation: true},
 		{method: "GET", target: "/teapot", status: 418, xerr: errHdrFiltered, violation: true},
 		{method: "GET", target: "/badstatus", status: 403, xerr: errHdrFiltered, violation: true},
 		{method: "GET", target: "/remove", extra: "X-Secret: s\r\n", status: 200, body: `GET /remove secret=""`},
