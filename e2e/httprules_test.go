@@ -14,7 +14,7 @@ import (
 // host and is refused (403, a violation on stderr) a POST, a path beside
 // the prefix, an HTTPS tunnel the proxy cannot see into (no
 // tlsTerminate) and the loopback relay of the same port; with
-// refuseOpaqueTunnels every tunnel is refused; bad rules are one srt: line
+// refuseOpaqueTunnels every tunnel (the relay too) is refused; bad rules are one srt: line
 // and exit 125, nothing run.
 func TestHTTPRules(t *testing.T) {
 	requireSandbox(t)
@@ -65,8 +65,10 @@ func TestHTTPRules(t *testing.T) {
 		})
 		t.Run("refuseOpaqueTunnels", func(t *testing.T) {
 			stdout, stderr, code := sh(t, u, u.workDir(t), `{"network":{`+allowed+`,"refuseOpaqueTunnels":true}}`,
-				curl+"-k https://127.0.0.1:"+tp+"/; echo https=$?; "+curl+"-X POST http://127.0.0.1:"+hp+"/any")
+				curl+"-k https://127.0.0.1:"+tp+"/; echo https=$?; "+curl+"-X POST http://127.0.0.1:"+hp+"/any; "+
+					"curl -sS --max-time 10 http://127.0.0.1:"+hp+"/relayed; echo relay=$?")
 			if !strings.Contains(stdout, "https=56") || strings.Contains(stdout, "tls origin saw") || !strings.Contains(stdout, "origin saw POST /any") ||
+				strings.Contains(stdout, "/relayed") || strings.Contains(stdout, "relay=0") ||
 				!strings.Contains(stderr, "network.refuseOpaqueTunnels: a tunnel to 127.0.0.1 cannot be inspected") {
 				t.Errorf("want the tunnel refused, plain HTTP through: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 			}
