@@ -187,22 +187,17 @@ func (s *Server) willTerminate(host string, port int) bool {
 
 // newFilterRequest builds what judgeRequest is asked about: method,
 // scheme ("http" or "https"), the canonical host and port, the request
-// target as on the request line (absolute: a cleartext request, else
-// origin form), the request's headers (copied; hop-by-hop ones already
-// removed) and the TLS server name. A target that does not parse is
-// returned as err and is refused by judgeRequest when the request is
-// judged (400).
-func newFilterRequest(method, scheme, host string, port int, rawTarget string, absolute bool, h http.Header, sni string) (*FilterRequest, requestTarget, error) {
-	t, err := parseTarget(rawTarget, absolute)
-	fr := &FilterRequest{Method: method, Scheme: scheme, Host: host, Port: port,
+// target (parseTarget's), the request's headers (copied by the caller,
+// hop-by-hop ones removed: withoutHopByHop) and the TLS server name.
+func newFilterRequest(method, scheme, host string, port int, t requestTarget, h http.Header, sni string) *FilterRequest {
+	return &FilterRequest{Method: method, Scheme: scheme, Host: host, Port: port,
 		Target: t.spelled, NormalizedTarget: t.normalized(), Ambiguous: t.ambiguous(), Header: h, SNI: sni}
-	return fr, t, err
 }
 
 // judgeRequest decides one request the domain rules allowed, on plain
 // HTTP (handlePlain) and inside a terminated tunnel (the terminated path
-// calls it with Scheme "https" and the SNI). targetErr is newFilterRequest's
-// error. In order, for a judged request (Filtering.active):
+// calls it with Scheme "https" and the SNI). t and targetErr are
+// parseTarget's. In order, for a judged request (Filtering.active):
 //
 //  1. a target that did not parse (not UTF-8; not origin form inside a
 //     tunnel): 400, X-Proxy-Error: bad-request-target;

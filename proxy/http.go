@@ -290,12 +290,16 @@ func (s *Server) handlePlain(ctx context.Context, bw *bufio.Writer, req *http.Re
 		return false
 	}
 
-	fr, t, terr := newFilterRequest(req.Method, "http", d.Host, port, req.RequestURI, true, withoutHopByHop(req.Header), "")
-	refusal, dec := s.judgeRequest(ctx, fr, t, terr)
-	if refusal != nil {
-		refusal.write(bw)
-		s.requestViolation("http", fr, refusal)
-		return false
+	t, terr := parseTarget(req.RequestURI, true)
+	var dec FilterDecision
+	if s.cfg.active(d.Host, port) {
+		fr := newFilterRequest(req.Method, "http", d.Host, port, t, withoutHopByHop(req.Header), "")
+		var refusal *requestRefusal
+		if refusal, dec = s.judgeRequest(ctx, fr, t, terr); refusal != nil {
+			refusal.write(bw)
+			s.requestViolation("http", fr, refusal)
+			return false
+		}
 	}
 
 	octx, rt := context.WithValue(ctx, policyKey{}, pol), s.transport
