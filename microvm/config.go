@@ -57,6 +57,9 @@ type Config struct {
 	// Parent is the upstream proxy this VM's proxies go through
 	// (proxy.Config.Parent; policy.Network.Parent); nil dials directly.
 	Parent *proxy.Parent
+	// Filter is request filtering for this VM's proxies
+	// (proxy.Config's Filtering; policy.Network.Filter).
+	Filter proxy.Filtering
 	// OnViolation is called for each refused egress connection, as
 	// proxy.Config.OnViolation, and for each refusal the guest's seccomp
 	// supervisor reports (filesystem writes the read-only shares and

@@ -205,7 +205,7 @@ func (v *VM) boot(ctx context.Context) error {
 		}
 	}
 	{
-		srv, err := proxy.New(proxy.Config{Policy: v.cfg.Policy, Logger: v.log, MaxConns: v.cfg.MaxConns, Parent: v.cfg.Parent,
+		srv, err := proxy.New(proxy.Config{Policy: v.cfg.Policy, Logger: v.log, MaxConns: v.cfg.MaxConns, Parent: v.cfg.Parent, Filtering: v.cfg.Filter,
 			OnViolation: func(vi violation.Violation) {
 				v.events.emit(Event{Type: EventViolation, Violation: &vi})
 				if v.cfg.OnViolation != nil {

@@ -48,6 +48,10 @@ type Network struct {
 	// TLS is network.tlsTerminate compiled (tlsterminate.go), nil when
 	// srt's proxy does not terminate TLS.
 	TLS *TLS
+	// Filter is request filtering (proxy.Config's Filtering): settings'
+	// network.httpRules, refuseOpaqueTunnels, ambiguousRequestTarget and
+	// stripResponseHeaders (policy/filter.go).
+	Filter proxy.Filtering
 }
 
 // Process are the rules about what the sandboxed processes may do
@@ -102,9 +106,13 @@ func networkOf(s *settings.Settings, home string) (Network, error) {
 	if err != nil {
 		return Network{}, err
 	}
+	filter, err := filterOf(n)
+	if err != nil {
+		return Network{}, err
+	}
 	return Network{Rules: rules, HTTPProxyPort: n.HTTPProxyPort, SOCKSProxyPort: n.SOCKSProxyPort,
 		AllowUnixSockets: n.AllowUnixSockets, AllowAllUnixSockets: n.AllowAllUnixSockets,
-		AllowLocalBinding: n.AllowLocalBinding, AllowMachLookup: n.AllowMachLookup, Parent: parent, TLS: tls}, nil
+		AllowLocalBinding: n.AllowLocalBinding, AllowMachLookup: n.AllowMachLookup, Parent: parent, TLS: tls, Filter: filter}, nil
 }
 
 // parentProxy compiles network.parentProxy, each of its keys absent

@@ -193,6 +193,9 @@ func (s *Server) handleConnect(ctx context.Context, c net.Conn, br *bufio.Reader
 			d = netrule.Decision{Host: d.Host, Reason: r}
 		}
 	}
+	if d.Allowed && s.mustInspect(d.Host, port) && !s.willTerminate(d.Host, port) {
+		d = netrule.Decision{Host: d.Host, Reason: s.OpaqueRefusal(d.Host, port), Rule: opaqueRule}
+	}
 	if !d.Allowed {
 		writeConnectRefusal(bw, d.Reason, d.Reason+"\n", errHdrPolicy)
 		s.violation("connect", d, port)
@@ -297,6 +300,18 @@ func (s *Server) handlePlain(ctx context.Context, bw *bufio.Writer, req *http.Re
 		return false
 	}
 
+	t, terr := parseTarget(req.RequestURI, true)
+	var dec FilterDecision
+	if s.cfg.active(d.Host, port) {
+		fr := newFilterRequest(req.Method, "http", d.Host, port, t, withoutHopByHop(req.Header), "")
+		var refusal *requestRefusal
+		if refusal, dec = s.judgeRequest(ctx, fr, t, terr); refusal != nil {
+			refusal.write(bw)
+			s.requestViolation("http", fr, refusal)
+			return false
+		}
+	}
+
 	octx, rt := context.WithValue(ctx, policyKey{}, pol), s.transport
 	parent := s.cfg.Parent.forHTTP(d.Host, port)
 	if parent != nil {
@@ -307,6 +322,10 @@ func (s *Server) handlePlain(ctx context.Context, bw *bufio.Writer, req *http.Re
 	out.Host = u.Host
 	out.Close = false
 	removeHopByHop(out.Header)
+	applyRequestEdits(out.Header, dec)
+	if terr == nil {
+		out.URL = upstreamURL(u, t, s.cfg.AmbiguousTarget == AmbiguousNormalize && s.cfg.active(d.Host, port), parent != nil)
+	}
 	resp, err := rt.RoundTrip(out)
 	if err != nil {
 		if re, ok := isRefused(err); ok {
@@ -328,6 +347,7 @@ func (s *Server) handlePlain(ctx context.Context, bw *bufio.Writer, req *http.Re
 		return false
 	}
 	removeHopByHop(resp.Header)
+	s.editResponse(resp, dec)
 	keep := !req.Close && req.ProtoAtLeast(1, 1)
 	resp.Close = !keep
 	resp.Proto, resp.ProtoMajor, resp.ProtoMinor = "HTTP/1.1", 1, 1

@@ -111,6 +111,10 @@ type Config struct {
 	// Terminate, when not nil, terminates TLS in allowed CONNECT tunnels
 	// (terminate.go). Fixed for the Server's life.
 	Terminate *Terminate
+	// Filtering is request filtering (filter.go): the FilterRequest hook,
+	// HTTPRules, RefuseOpaqueTunnels and the rest. The zero value filters
+	// nothing.
+	Filtering
 }
 
 // DefaultMaxConns is Config.MaxConns when zero: generous for one

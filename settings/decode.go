@@ -25,7 +25,7 @@ var (
 		"httpProxyPort", "socksProxyPort",
 		"tlsTerminate", "mitmProxy", "parentProxy", "filterRequest",
 		"allowPlaintextHeaderSet", "stripResponseHeaders", "refuseOpaqueTunnels",
-		"requireHostMatch", "ambiguousRequestTarget",
+		"requireHostMatch", "ambiguousRequestTarget", "httpRules",
 	}
 	filesystemKeys = []string{"denyRead", "allowRead", "allowWrite", "denyWrite", "allowGitConfig", "disabled", "enforceNamesAtCreation"}
 	gitKeys        = []string{"safeDirectories"}
@@ -233,9 +233,15 @@ func (c *checker) network(n *node, path string, nw *Network) error {
 				b, err = c.boolean(m.val, p)
 				nw.RequireHostMatch = &b
 			}
-		case "mitmProxy", "filterRequest",
-			"allowPlaintextHeaderSet", "stripResponseHeaders", "refuseOpaqueTunnels",
-			"ambiguousRequestTarget":
+		case "httpRules":
+			nw.HTTPRules, err = c.httpRules(m.val, p)
+		case "refuseOpaqueTunnels":
+			nw.RefuseOpaqueTunnels, err = c.boolean(m.val, p)
+		case "ambiguousRequestTarget":
+			nw.AmbiguousRequestTarget, err = c.oneOf(m.val, p, ambiguousTargetValues)
+		case "stripResponseHeaders":
+			nw.StripResponseHeaders, err = c.headerNames(m.val, p)
+		case "mitmProxy", "filterRequest", "allowPlaintextHeaderSet":
 			err = c.unsupported(m, path)
 		default:
 			err = c.unknown(m, path, networkKeys)
@@ -246,8 +252,11 @@ func (c *checker) network(n *node, path string, nw *Network) error {
 	}
 	if reasons != nil {
 		nw.DeniedDomainReasons, err = c.denyReasons(reasons.val, joinKey(path, reasons.name), nw.DeniedDomains, joinKey(path, "deniedDomains"))
+		if err != nil {
+			return err
+		}
 	}
-	return err
+	return c.checkFilterPorts(n, path, nw)
 }
 
 // domains checks allowedDomains or deniedDomains entries with the

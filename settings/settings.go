@@ -102,6 +102,19 @@ type Network struct {
 	// terminating; the reference defaults it off). Read it with
 	// HostMatch.
 	RequireHostMatch *bool `json:"requireHostMatch,omitempty"`
+	// HTTPRules are the per-host method and path rules (srt-go; see
+	// HTTPRule), nil when absent.
+	HTTPRules []HTTPRule `json:"httpRules,omitempty"`
+	// RefuseOpaqueTunnels refuses every tunnel srt cannot see into: each
+	// SOCKS5 CONNECT, each HTTP CONNECT that is not TLS-terminated.
+	RefuseOpaqueTunnels bool `json:"refuseOpaqueTunnels,omitempty"`
+	// AmbiguousRequestTarget is "refuse" (also when empty), "asSpelled"
+	// or "normalize": what becomes of a filtered request whose target
+	// normalises to another path (proxy.AmbiguousTarget).
+	AmbiguousRequestTarget string `json:"ambiguousRequestTarget,omitempty"`
+	// StripResponseHeaders are response headers never passed back to the
+	// sandbox, matched case-insensitively with '-', '_' and '.' folded.
+	StripResponseHeaders []string `json:"stripResponseHeaders,omitempty"`
 	// AllowAllDomains allows every host name, DeniedDomains and the rest
 	// of the guards still winning (netrule.Rules.AllowAll). It has no
 	// settings-file key, on purpose: only a library caller sets it

@@ -57,7 +57,7 @@ func runMicroVM(s *settings.Settings, argv []string, lg *slog.Logger, stdin, std
 		Settings: s,
 		Workdir:  cwd,
 		ReadOnly: readOnly,
-		VM:       microvm.Config{Logger: lg, Parent: pol.Network.Parent},
+		VM:       microvm.Config{Logger: lg, Parent: pol.Network.Parent, Filter: pol.Network.Filter},
 	}, argv, microvm.Stdio{In: stdin, Out: stdout, Err: stderr})
 	if err != nil {
 		var ue *microvm.UnavailableError

@@ -108,7 +108,7 @@ func Start(ctx context.Context, cfg Config) (_ *Process, err error) {
 	if nw.TLS != nil {
 		term = nw.TLS.Terminate
 	}
-	if p.srv, err = proxy.New(proxy.Config{Policy: nw.Rules, OnViolation: cfg.OnViolation, Logger: lg, MaxConns: nw.MaxConns, Parent: nw.Parent, Terminate: term}); err != nil {
+	if p.srv, err = proxy.New(proxy.Config{Policy: nw.Rules, OnViolation: cfg.OnViolation, Logger: lg, MaxConns: nw.MaxConns, Parent: nw.Parent, Terminate: term, Filtering: nw.Filter}); err != nil {
 		return nil, err
 	}
 	var sctx context.Context

@@ -48,7 +48,10 @@ type loopbackRelay struct {
 	// SetPolicy replaces).
 	policy func() *netrule.Policy
 	// forbidden is the proxies' Config.Forbidden: srtd's addresses.
-	forbidden   func(netip.AddrPort) string
+	forbidden func(netip.AddrPort) string
+	// srv is the session's proxies: a relayed connection is an opaque
+	// tunnel, refused where they refuse one (proxy.Server.MustInspect).
+	srv         *proxy.Server
 	onViolation func(violation.Violation)
 	log         *slog.Logger
 	// dial connects to a host address ("tcp", "ip:port"): a net.Dialer's,
@@ -74,7 +77,7 @@ func newLoopbackRelay(srv *proxy.Server, forbidden func(netip.AddrPort) string, 
 		lg = slog.New(slog.DiscardHandler)
 	}
 	return &loopbackRelay{
-		policy: srv.Policy, forbidden: forbidden, onViolation: onViolation, log: lg,
+		policy: srv.Policy, forbidden: forbidden, srv: srv, onViolation: onViolation, log: lg,
 		dial: (&net.Dialer{}).DialContext, slots: make(chan struct{}, maxConns),
 	}
 }
@@ -147,6 +150,16 @@ func (r *loopbackRelay) relay(ctx context.Context, c net.Conn, at netip.AddrPort
 	var refused *netrule.Decision
 	if len(targets) == 0 {
 		refused = &d
+	}
+	if len(targets) > 0 {
+		// The relay cannot see into what it carries: refused for a host
+		// requests to which are filtered, under either name.
+		for _, h := range []string{at.Addr().String(), "localhost"} {
+			if r.srv.MustInspect(h, int(at.Port())) {
+				targets, refused = nil, &netrule.Decision{Host: h, Reason: r.srv.OpaqueRefusal(h, int(at.Port())), Rule: "opaque tunnel"}
+				break
+			}
+		}
 	}
 	var up net.Conn
 	for _, t := range targets {

@@ -178,3 +178,27 @@ func TestLoopbackRelayLimit(t *testing.T) {
 		t.Errorf("after a slot freed: %q, %v; want pong:ping", got, err)
 	}
 }
+
+// TestLoopbackRelayFiltered: a relayed connection is an opaque tunnel, so
+// a host loopback port whose requests network.httpRules filters is not
+// relayed (the proxies refuse the same tunnel).
+func TestLoopbackRelayFiltered(t *testing.T) {
+	f := newRelayFixture(t, []string{"localhost:PORT"}, 0, nil)
+	pat, err := netrule.ParsePattern("localhost", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := proxy.New(proxy.Config{Policy: f.srv.Policy(), Filtering: proxy.Filtering{
+		HTTPRules: proxy.NewHTTPRules([]proxy.HTTPRule{{Name: "network.httpRules[0]", Domains: []netrule.Pattern{pat}, Methods: []string{"GET"}}})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	f.relay.srv = srv
+	if got, err := f.exchange(); got != "" {
+		t.Errorf("filtered: %q, %v; want nothing relayed", got, err)
+	}
+	if vs := f.violations(1); len(vs) != 1 || !strings.Contains(vs[0].Reason, "network.httpRules") {
+		t.Errorf("violations %+v, want the opaque-tunnel refusal", vs)
+	}
+}

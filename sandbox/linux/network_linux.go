@@ -82,7 +82,7 @@ func newNetwork(nw policy.Network, onViolation func(violation.Violation), lg *sl
 	if nw.TLS != nil {
 		term = nw.TLS.Terminate
 	}
-	srv, err := proxy.New(proxy.Config{Policy: nw.Rules, OnViolation: onViolation, Logger: lg, Forbidden: forbidden, MaxConns: nw.MaxConns, Parent: nw.Parent, Terminate: term})
+	srv, err := proxy.New(proxy.Config{Policy: nw.Rules, OnViolation: onViolation, Logger: lg, Forbidden: forbidden, MaxConns: nw.MaxConns, Parent: nw.Parent, Terminate: term, Filtering: nw.Filter})
 	if err != nil {
 		return nil, nil, err
 	}
