@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/srt-go/srt/mitm"
 	"github.com/srt-go/srt/netrule"
 )
 
@@ -275,7 +276,11 @@ func TestOpaqueTunnelsRefused(t *testing.T) {
 		{"httpRules", func(c *Config) { c.HTTPRules = rules }, []string{"allowed.test"}, []string{"example.com"}},
 		{"httpRules-excluded", func(c *Config) {
 			c.HTTPRules = rules
-			c.Terminate = &Terminate{Exclude: func(string, int) bool { return true }}
+			ca, err := mitm.NewCA()
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Terminate = &Terminate{CA: ca, Exclude: func(string, int) bool { return true }}
 		}, []string{"allowed.test"}, []string{"example.com"}},
 		{"refuseOpaqueTunnels", func(c *Config) { c.RefuseOpaqueTunnels = true }, []string{"allowed.test", "example.com"}, nil},
 		{"none", nil, nil, []string{"allowed.test", "example.com"}},
@@ -328,7 +333,11 @@ func connectStatus(t *testing.T, addr, hp string) string {
 // path judges its requests (and its opaque fallback asks mustInspect).
 func TestMustInspectTerminated(t *testing.T) {
 	rules := NewHTTPRules([]HTTPRule{{Name: "r", Domains: []netrule.Pattern{mustPattern(t, "allowed.test:443")}}})
-	s, err := New(Config{Filtering: Filtering{HTTPRules: rules}, Terminate: &Terminate{}})
+	ca, err := mitm.NewCA()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Filtering: Filtering{HTTPRules: rules}, Terminate: &Terminate{CA: ca}})
 	if err != nil {
 		t.Fatal(err)
 	}

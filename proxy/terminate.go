@@ -194,6 +194,13 @@ func (s *Server) terminate(ctx context.Context, c net.Conn, br *bufio.Reader, bw
 	if first[0] != tlsRecordHandshake {
 		release()
 		c.SetDeadline(time.Time{})
+		if s.mustInspect(d.Host, port) {
+			// Filtered requests, or refuseOpaqueTunnels: a tunnel that
+			// carries no TLS cannot be seen into. Its 200 is sent, so it
+			// can only be closed.
+			s.violation("connect", netrule.Decision{Host: d.Host, Reason: s.OpaqueRefusal(d.Host, port), Rule: opaqueRule}, port)
+			return
+		}
 		s.opaqueAfter200(ctx, c, br, pol, d, port)
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,7 +38,7 @@ type termRefusal struct {
 // Terminate.AllowHostMismatch): the TLS server name, the Host header (or
 // HTTP/2 :authority) and an absolute-form target must all name host, and
 // the port when one is given (443 when none is). Request filtering
-// (network.filterRequest) is added here.
+// (judgeRequest) comes after it, in serveTerminated.
 func (s *Server) judgeTerminated(ctx context.Context, r *http.Request, host string, port int, sni string) *termRefusal {
 	if !s.term.cfg.AllowHostMismatch {
 		if why := hostMatch(r, host, port, sni); why != "" {
@@ -92,6 +93,22 @@ func (s *Server) serveTerminated(w http.ResponseWriter, r *http.Request, tn *tun
 		s.refuseTerminated(w, tn, ref)
 		return
 	}
+	// Request filtering, as on plain HTTP (judgeRequest): the target must
+	// be in origin form here, and a judged one goes upstream as spelled.
+	var dec FilterDecision
+	var target *url.URL
+	if s.cfg.active(tn.d.Host, tn.port) {
+		t, terr := parseTarget(r.RequestURI, false)
+		fr := newFilterRequest(r.Method, "https", tn.d.Host, tn.port, t, withoutHopByHop(r.Header), tn.sni)
+		var refusal *requestRefusal
+		if refusal, dec = s.judgeRequest(ctx, fr, t, terr); refusal != nil {
+			refusal.ServeHTTP(w, r)
+			s.requestViolation("https", fr, refusal)
+			return
+		}
+		target = upstreamURL(&url.URL{Scheme: "https", Host: net.JoinHostPort(tn.d.Host, strconv.Itoa(tn.port))},
+			t, s.cfg.AmbiguousTarget == AmbiguousNormalize, false)
+	}
 	upgrade := r.ProtoMajor == 1 && hasToken(r.Header, "Connection", "upgrade") && r.Header.Get("Upgrade") != ""
 	upProto := r.Header.Get("Upgrade")
 	te := hasToken(r.Header, "Te", "trailers")
@@ -104,6 +121,10 @@ func (s *Server) serveTerminated(w http.ResponseWriter, r *http.Request, tn *tun
 	out.Close = false
 	removeHopByHop(out.Header)
 	out.Header.Del("Host")
+	applyRequestEdits(out.Header, dec)
+	if target != nil {
+		out.URL = target
+	}
 	if te {
 		out.Header.Set("Te", "trailers") // gRPC needs it; it is about the message
 	}
@@ -122,6 +143,7 @@ func (s *Server) serveTerminated(w http.ResponseWriter, r *http.Request, tn *tun
 		return
 	}
 	removeHopByHop(resp.Header)
+	s.editResponse(resp, dec)
 	h := w.Header()
 	for k, vv := range resp.Header {
 		h[k] = vv
