@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"slices"
 	"sync"
 	"testing"
@@ -193,5 +194,77 @@ func TestConcurrent200(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// BenchmarkTerminatedRequest measures one GET on a kept-alive tunnel to
+// a TLS upstream, terminated or opaque (the client's own TLS end to end);
+// p50 and p99 are reported as metrics. Record with:
+//
+//	go test -run '^$' -bench TerminatedRequest -benchtime 2000x -count 5 ./proxy
+func BenchmarkTerminatedRequest(b *testing.B) {
+	for _, mode := range []string{"opaque", "terminated"} {
+		b.Run(mode, func(b *testing.B) {
+			te := startTerm(b, baseRules, true, func(tm *Terminate) {
+				if mode == "opaque" {
+					tm.Exclude = func(string, int) bool { return true }
+				}
+			})
+			roots := te.caPool
+			if mode == "opaque" {
+				roots = te.upPool
+			}
+			c := te.client(roots, false)
+			u := "https://" + te.target + "/"
+			var lat []time.Duration
+			for b.Loop() {
+				t0 := time.Now()
+				resp, err := c.Get(u)
+				if err != nil {
+					b.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				lat = append(lat, time.Since(t0))
+			}
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+		})
+	}
+}
+
+// BenchmarkTerminatedThroughput compares a bulk HTTPS download through a
+// terminated tunnel with one through an opaque tunnel. Record with:
+//
+//	go test -run '^$' -bench TerminatedThroughput -benchtime 64x -count 5 ./proxy
+func BenchmarkTerminatedThroughput(b *testing.B) {
+	blob := bytes.Repeat([]byte{'z'}, chunk)
+	for _, mode := range []string{"opaque", "terminated"} {
+		b.Run(mode, func(b *testing.B) {
+			te := startTerm(b, baseRules, true, func(tm *Terminate) {
+				if mode == "opaque" {
+					tm.Exclude = func(string, int) bool { return true }
+				}
+			})
+			te.up.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(blob) })
+			roots := te.caPool
+			if mode == "opaque" {
+				roots = te.upPool
+			}
+			c := te.client(roots, false)
+			u := "https://" + te.target + "/blob"
+			b.SetBytes(chunk)
+			for b.Loop() {
+				resp, err := c.Get(u)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if n, _ := io.Copy(io.Discard, resp.Body); n != chunk {
+					b.Fatalf("got %d bytes", n)
+				}
+				resp.Body.Close()
+			}
+		})
 	}
 }

@@ -42,6 +42,7 @@ func (s *Server) HTTP() *HTTPProxy { return &HTTPProxy{s} }
 // Answers on the wire (srt-notes §4.9; issue 3 "Answers on the wire"):
 //
 //	CONNECT allowed         200 Connection Established, then an opaque tunnel
+//	                        (or, with Config.Terminate, see Terminate)
 //	CONNECT refused         403 <reason>, X-Proxy-Error: blocked-by-allowlist,
 //	                        body "<reason>\n", connection closed
 //	plain HTTP refused      403 Forbidden, X-Proxy-Error: blocked-by-allowlist,

@@ -149,6 +149,10 @@ func (s *Server) serveTerminated(w http.ResponseWriter, r *http.Request, tn *tun
 		h[k] = vv
 	}
 	declared := make(map[string]bool, len(resp.Trailer))
+	if len(resp.Trailer) > 0 {
+		// An HTTP/1.1 body with a length has no room for trailers: chunked.
+		h.Del("Content-Length")
+	}
 	for k := range resp.Trailer {
 		h.Add("Trailer", k)
 		declared[k] = true
