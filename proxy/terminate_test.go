@@ -63,7 +63,7 @@ func upstreamHandler(hits *int64Counter, release chan struct{}) http.Handler {
 	})
 }
 
-func startTerm(t testing.TB, rules netrule.Rules, upH2 bool, mod func(*Terminate)) *termEnv {
+func startTerm(t testing.TB, rules netrule.Rules, upH2 bool, mod func(*Terminate), cfgMods ...func(*Config)) *termEnv {
 	t.Helper()
 	ca, err := mitm.NewCA()
 	if err != nil {
@@ -82,7 +82,12 @@ func startTerm(t testing.TB, rules netrule.Rules, upH2 bool, mod func(*Terminate
 	if mod != nil {
 		mod(term)
 	}
-	te.env = startProxyWith(t, rules, func(c *Config) { c.Terminate = term })
+	te.env = startProxyWith(t, rules, func(c *Config) {
+		c.Terminate = term
+		for _, m := range cfgMods {
+			m(c)
+		}
+	})
 	return te
 }
 

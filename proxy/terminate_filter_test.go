@@ -1,0 +1,103 @@
+package proxy
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/srt-go/srt/netrule"
+)
+
+// TestTerminateFiltered: inside a terminated tunnel, over HTTP/1.1 and
+// HTTP/2, requests are judged as on plain HTTP (judgeRequest): httpRules
+// refuse a method and a path outside their prefixes, an ambiguous target
+// is refused, the hook's header edits reach the upstream and its
+// observer sees the response; each refusal is a violation with Protocol
+// "https", and nothing refused reaches the upstream.
+func TestTerminateFiltered(t *testing.T) {
+	var seen []string
+	rules := NewHTTPRules([]HTTPRule{{Name: "r", Domains: []netrule.Pattern{mustPattern(t, "example.com")},
+		Methods: []string{"GET", "POST"}, Paths: []string{"/api"}}})
+	te := startTerm(t, baseRules, true, nil, func(c *Config) {
+		c.Filtering = Filtering{HTTPRules: rules, StripResponseHeaders: []string{"x-drop"},
+			FilterRequest: func(_ context.Context, r *FilterRequest) FilterDecision {
+				if r.Scheme != "https" || r.SNI != "example.com" {
+					return FilterDecision{Deny: true, Status: 451, Reason: "bad view " + r.Scheme + " " + r.SNI}
+				}
+				if r.Method == "POST" {
+					return FilterDecision{Deny: true, Status: 451, Reason: "no posts"}
+				}
+				return FilterDecision{SetHeaders: http.Header{"X-Added": {"yes"}}, RemoveHeaders: []string{"X-Secret"},
+					OnResponse: func(resp *http.Response) { seen = append(seen, resp.Status) }}
+			}}
+	})
+	te.up.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		te.hits.inc()
+		w.Header().Set("X-Drop", "1")
+		io.WriteString(w, "path="+r.URL.RawPath+r.URL.Path+" added="+r.Header.Get("X-Added")+" secret="+r.Header.Get("X-Secret"))
+	})
+	base := "https://" + te.target
+	n := 0
+	for _, h2 := range []bool{false, true} {
+		c := te.client(te.caPool, h2)
+		req := mustReq(t, base+"/api/x")
+		req.Header.Set("X-Secret", "s")
+		resp, body := fetchAll(t, c, req)
+		if resp.StatusCode != 200 || body != "path=/api/x added=yes secret=" || resp.Header.Get("X-Drop") != "" {
+			t.Errorf("h2=%v allowed: %d %q %v", h2, resp.StatusCode, body, resp.Header)
+		}
+		for _, tc := range []struct {
+			method, path string
+			status       int
+		}{
+			{"DELETE", "/api/x", 403},     // httpRules: method
+			{"GET", "/apix", 403},         // httpRules: path prefix at a segment boundary
+			{"POST", "/api/x", 451},       // the hook
+			{"GET", "/api/../admin", 400}, // ambiguous
+			{"TRACE", "/api/x", 405},
+		} {
+			req, _ := http.NewRequest(tc.method, base+"/", nil)
+			req.URL.Opaque = tc.path // sent as spelled
+			resp, body := fetchAll(t, c, req)
+			if resp.StatusCode != tc.status {
+				t.Errorf("h2=%v %s %s: %d %q, want %d", h2, tc.method, tc.path, resp.StatusCode, body, tc.status)
+			}
+			n++
+		}
+		c.CloseIdleConnections()
+	}
+	vs := te.vio.wait(t, n)
+	for _, v := range vs {
+		if v.Protocol != "https" || v.Target != te.target {
+			t.Errorf("violation %+v", v)
+		}
+	}
+	if got := te.hits.get(); got != 2 {
+		t.Errorf("upstream saw %d requests, want the 2 allowed", got)
+	}
+	if len(seen) != 2 || seen[0] != "200 OK" {
+		t.Errorf("OnResponse saw %v", seen)
+	}
+}
+
+// TestTerminateFilteredOpaque: a CONNECT to a filtered host that would be
+// terminated but carries no TLS is closed, not tunnelled, and reported.
+func TestTerminateFilteredOpaque(t *testing.T) {
+	echo := echoServer(t)
+	rules := NewHTTPRules([]HTTPRule{{Name: "r", Domains: []netrule.Pattern{mustPattern(t, "allowed.test")}}})
+	te := startTerm(t, baseRules, true, nil, func(c *Config) { c.Filtering = Filtering{HTTPRules: rules} })
+	c, br := connectVia(t, te.httpAddr, allowedTarget(echo))
+	defer c.Close()
+	io.WriteString(c, "SSH-2.0-OpenSSH_9.6\r\n")
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if l, err := br.ReadString('\n'); err == nil {
+		t.Fatalf("a filtered host's non-TLS tunnel was relayed: %q", l)
+	}
+	v := te.vio.wait(t, 1)[0]
+	if v.Rule != opaqueRule || !strings.Contains(v.Reason, "cannot be inspected") {
+		t.Errorf("violation %+v", v)
+	}
+}
