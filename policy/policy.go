@@ -264,6 +264,11 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 	}
 	p.AllowRead = r.entries("filesystem.allowRead", fs.AllowRead, false)
 	p.DenyWrite = r.entries("filesystem.denyWrite", fs.DenyWrite, true)
+	if t := p.Network.TLS; t != nil {
+		for _, f := range t.TrustFiles {
+			p.DenyWrite = append(p.DenyWrite, makePath(f, OriginMandatory, "mandatory: network.tlsTerminate's CA files"))
+		}
+	}
 	if r.err != nil {
 		return nil, r.err
 	}

@@ -32,6 +32,14 @@ type TLS struct {
 	// CAKeyPath is the resolved caKeyPath, "" for an ephemeral CA:
 	// Compile read-denies it inside the sandbox.
 	CAKeyPath string
+	// TrustFiles are the files srt reads its trust from at start
+	// (caCertPath, caKeyPath and every extraCaCertPaths entry, present or
+	// not, "~/" expanded): Compile write-denies them inside the sandbox,
+	// so that no run can choose what a later run's proxy verifies
+	// upstreams with or mints with, nor change a CA the host itself may
+	// trust (the threat model: a run controls its write roots between
+	// runs; a missing entry could otherwise be created).
+	TrustFiles []string
 }
 
 // tlsOf compiles network.tlsTerminate (nil: no termination) with "~/"
@@ -65,6 +73,7 @@ func tlsOf(n settings.Network, home string) (*TLS, error) {
 			return nil, fmt.Errorf("network.tlsTerminate: %w", err)
 		}
 		out.CAKeyPath = key
+		out.TrustFiles = append(out.TrustFiles, cert, key)
 	} else if ca, err = mitm.NewCA(); err != nil {
 		return nil, fmt.Errorf("network.tlsTerminate: ephemeral CA: %w", err)
 	}
@@ -72,6 +81,7 @@ func tlsOf(n settings.Network, home string) (*TLS, error) {
 	for i, p := range t.ExtraCACertPaths {
 		extra[i] = expand(p)
 	}
+	out.TrustFiles = append(out.TrustFiles, extra...)
 	roots, err := mitm.UpstreamRoots(extra)
 	if err != nil {
 		return nil, fmt.Errorf("network.tlsTerminate: %w", err)

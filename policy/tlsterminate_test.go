@@ -133,3 +133,29 @@ func TestTLSExclude(t *testing.T) {
 		t.Fatal("an empty excludeDomains gives a func")
 	}
 }
+
+// The files srt takes its trust from are write-denied inside the
+// sandbox, an extra CA file that does not exist yet included, so a run
+// cannot choose what a later run's proxy mints with or verifies with.
+func TestTLSTrustFilesWriteDenied(t *testing.T) {
+	cwd := t.TempDir()
+	cwd, _ = filepath.EvalSymlinks(cwd)
+	cert, key := writeCA(t, cwd)
+	extra := filepath.Join(cwd, "extra-roots.pem")     // absent
+	present := filepath.Join(cwd, "present-roots.pem") // present
+	os.WriteFile(present, []byte("no certificate here\n"), 0o644)
+	s := tlsSettings(t, &settings.TLSTerminate{CACertPath: cert, CAKeyPath: key, ExtraCACertPaths: []string{extra, present}})
+	s.Filesystem.AllowWrite = []settings.PathEntry{{Path: "."}}
+	p, err := Compile(s, Env{Cwd: cwd, Home: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{cert, key, extra, present} {
+		if p.Writable(f) {
+			t.Errorf("%s is writable inside the sandbox", f)
+		}
+	}
+	if !p.Writable(filepath.Join(cwd, "other")) {
+		t.Error("the working directory is no longer writable")
+	}
+}
