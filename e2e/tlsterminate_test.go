@@ -341,8 +341,12 @@ func TestTLSTerminate(t *testing.T) {
 			u.write(t, filepath.Join(d, "keys", "ca.pem"), string(pki.caCertPEM))
 			u.write(t, filepath.Join(d, "keys", "ca.key"), string(pki.caKeyPK))
 			u.write(t, filepath.Join(d, "alias.key"), "->keys/ca.key")
-			st := settingsWith(`{"caCertPath":"` + d + `/keys/ca.pem","caKeyPath":"` + d + `/keys/ca.key","extraCaCertPaths":["` + upCA + `"]}`)
-			stdout, stderr, code := sh(t, u, d, st, "cat keys/ca.key alias.key 2>&1; cat keys/ca.pem | head -1; curl -sS --max-time 10 "+base+"/with-own-ca")
+			st := settingsWith(`{"caCertPath":"` + d + `/keys/ca.pem","caKeyPath":"` + d + `/keys/ca.key","extraCaCertPaths":["` + upCA + `","` + d + `/keys/extra.pem"]}`)
+			stdout, stderr, code := sh(t, u, d, st, "cat keys/ca.key alias.key 2>&1; cat keys/ca.pem | head -1; curl -sS --max-time 10 "+base+"/with-own-ca; "+
+				"for f in keys/ca.pem keys/ca.key keys/extra.pem; do (echo x > $f) 2>/dev/null && echo WROTE $f; done; mv keys keys.moved 2>/dev/null && echo MOVED")
+			if strings.Contains(stdout, "WROTE") || strings.Contains(stdout, "MOVED") {
+				t.Errorf("the CA files (or a missing extra CA) can be written or moved inside:\n%s", stdout)
+			}
 			if strings.Contains(stdout, "PRIVATE KEY") || !strings.Contains(stdout, "BEGIN CERTIFICATE") ||
 				!strings.Contains(stdout, "upstream "+tlsTermIP+" saw /with-own-ca") {
 				t.Errorf("exit %d: want the key unreadable, the certificate readable and curl through the operator's CA\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
