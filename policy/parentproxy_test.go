@@ -2,6 +2,8 @@ package policy
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,7 +20,7 @@ func TestParentProxyCompile(t *testing.T) {
 	}{
 		{"none", nil, nil, "none"},
 		{"env-upper-first", nil, map[string]string{"HTTP_PROXY": "http://a:1", "http_proxy": "http://b:1"}, "http=http://a:1 https=http://a:1"},
-		{"env-lower", nil, map[string]string{"https_proxy": "https://u:secret@c:2"}, "https=https://u:xxxxx@c:2"},
+		{"env-lower", nil, map[string]string{"https_proxy": "https://u:secret@c:2"}, "https=https://***@c:2"},
 		{"env-empty-is-unset", nil, map[string]string{"HTTP_PROXY": "", "http_proxy": "d:3"}, "http=http://d:3 https=http://d:3"},
 		{"settings-win", &settings.ParentProxy{HTTP: "http://s:4"}, map[string]string{"HTTP_PROXY": "http://a:1"}, "http=http://s:4 https=http://s:4"},
 		{"key-by-key", &settings.ParentProxy{HTTPS: "http://s:4"}, map[string]string{"HTTP_PROXY": "http://a:1"}, "http=http://a:1 https=http://s:4"},
@@ -35,5 +37,30 @@ func TestParentProxyCompile(t *testing.T) {
 	_, err := parentProxy(nil, env(map[string]string{"HTTPS_PROXY": "ftp://u:secret@x"}))
 	if !errors.Is(err, settings.ErrProxyURL) || !strings.HasPrefix(err.Error(), "HTTPS_PROXY: ") || strings.Contains(err.Error(), "secret") {
 		t.Fatalf("bad env: %v", err)
+	}
+}
+
+// TestSettingsFileReadDenied: the settings file a policy was compiled
+// from is unreadable in the sandbox, even under an allowRead of its
+// directory (it may hold network.parentProxy's credentials).
+func TestSettingsFileReadDenied(t *testing.T) {
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	path := filepath.Join(dir, "srt.json")
+	if err := os.WriteFile(path, []byte(`{"filesystem": {"allowRead": ["`+dir+`"]}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := settings.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Compile(s, Env{Cwd: dir, Home: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Readable(path) {
+		t.Fatalf("%s is readable in the sandbox", path)
+	}
+	if !p.Readable(filepath.Join(dir, "other")) {
+		t.Fatal("its directory became unreadable")
 	}
 }

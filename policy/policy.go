@@ -201,6 +201,12 @@ type Env struct {
 	Untrusted []string
 }
 
+// RuleSettingsFile is the Rule of the mandatory read-deny of the
+// settings file the policy was compiled from (settings.Settings.Source):
+// network.parentProxy may hold credentials, which the sandbox must not
+// read, whatever filesystem.allowRead says.
+const RuleSettingsFile = "mandatory: the settings file"
+
 // ErrUnenforceable is wrapped by errors for rules this host cannot enforce.
 // Callers must refuse to run, never run with a weaker policy.
 var ErrUnenforceable = errors.New("rule cannot be enforced")
@@ -251,6 +257,9 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 	p.DenyRead = r.entries("filesystem.denyRead", fs.DenyRead, true)
 	for _, d := range hostSecrets(env.Home) {
 		p.DenyRead = append(p.DenyRead, makePath(d, OriginMandatory, "mandatory: srtd's token"))
+	}
+	if s.Source != "" { // it may hold a parent proxy's credentials
+		p.DenyRead = append(p.DenyRead, makePath(s.Source, OriginMandatory, RuleSettingsFile))
 	}
 	p.AllowRead = r.entries("filesystem.allowRead", fs.AllowRead, false)
 	p.DenyWrite = r.entries("filesystem.denyWrite", fs.DenyWrite, true)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"strconv"
 	"sync"
@@ -72,9 +73,17 @@ type network struct {
 // newNetwork starts the session's proxies (not yet listening) and returns
 // it with the socket pair end to pass to PID 1.
 func newNetwork(nw policy.Network, onViolation func(violation.Violation), lg *slog.Logger) (*network, *os.File, error) {
-	forbidden, err := ServerAddresses()
+	srtd, err := ServerAddresses()
 	if err != nil {
 		return nil, nil, err
+	}
+	// srtd's addresses and the parent proxy's: the loopback relay refuses
+	// both (the proxies refuse the parent's themselves).
+	forbidden := func(ap netip.AddrPort) string {
+		if why := srtd(ap); why != "" {
+			return why
+		}
+		return nw.Parent.Forbidden(ap)
 	}
 	srv, err := proxy.New(proxy.Config{Policy: nw.Rules, OnViolation: onViolation, Logger: lg, Forbidden: forbidden, MaxConns: nw.MaxConns, Parent: nw.Parent})
 	if err != nil {
