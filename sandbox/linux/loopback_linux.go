@@ -47,7 +47,7 @@ type loopbackRelay struct {
 	// policy returns the session's current rules (the proxies', which
 	// SetPolicy replaces).
 	policy func() *netrule.Policy
-	// forbidden is the proxies' Config.Forbidden: srtd's addresses.
+	// forbidden refuses srtd's addresses and the parent proxy's.
 	forbidden   func(netip.AddrPort) string
 	onViolation func(violation.Violation)
 	log         *slog.Logger

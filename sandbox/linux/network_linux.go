@@ -77,15 +77,16 @@ func newNetwork(nw policy.Network, onViolation func(violation.Violation), lg *sl
 	if err != nil {
 		return nil, nil, err
 	}
-	// srtd's addresses and the parent proxy's: the loopback relay refuses
-	// both (the proxies refuse the parent's themselves).
+	// The loopback relay refuses srtd's addresses and the parent proxy's;
+	// the proxies get srtd's only, since they refuse the parent's as
+	// destinations themselves and must still dial it as the parent.
 	forbidden := func(ap netip.AddrPort) string {
 		if why := srtd(ap); why != "" {
 			return why
 		}
 		return nw.Parent.Forbidden(ap)
 	}
-	srv, err := proxy.New(proxy.Config{Policy: nw.Rules, OnViolation: onViolation, Logger: lg, Forbidden: forbidden, MaxConns: nw.MaxConns, Parent: nw.Parent})
+	srv, err := proxy.New(proxy.Config{Policy: nw.Rules, OnViolation: onViolation, Logger: lg, Forbidden: srtd, MaxConns: nw.MaxConns, Parent: nw.Parent})
 	if err != nil {
 		return nil, nil, err
 	}
