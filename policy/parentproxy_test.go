@@ -40,27 +40,47 @@ func TestParentProxyCompile(t *testing.T) {
 	}
 }
 
-// TestSettingsFileReadDenied: the settings file a policy was compiled
-// from is unreadable in the sandbox, even under an allowRead of its
-// directory (it may hold network.parentProxy's credentials).
+// TestSettingsFileReadDenied: a settings file holding parent proxy
+// credentials (a user name alone counts) is unreadable in the sandbox,
+// even under an allowRead of its directory, and so is the target of a
+// symlink it was read through; one without credentials stays readable.
 func TestSettingsFileReadDenied(t *testing.T) {
 	dir, _ := filepath.EvalSymlinks(t.TempDir())
-	path := filepath.Join(dir, "srt.json")
-	if err := os.WriteFile(path, []byte(`{"filesystem": {"allowRead": ["`+dir+`"]}}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s, err := settings.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := Compile(s, Env{Cwd: dir, Home: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.Readable(path) {
-		t.Fatalf("%s is readable in the sandbox", path)
-	}
-	if !p.Readable(filepath.Join(dir, "other")) {
-		t.Fatal("its directory became unreadable")
+	for _, tc := range []struct {
+		name, pp string
+		link     bool
+		denied   bool
+	}{
+		{"password", `"http":"http://u:pw@proxy:3128"`, false, true},
+		{"user-only", `"https":"http://u@proxy:3128"`, false, true},
+		{"through-link", `"http":"http://u:pw@proxy:3128"`, true, true},
+		{"no-credentials", `"http":"http://proxy:3128"`, false, false},
+	} {
+		file := filepath.Join(dir, tc.name+".json")
+		body := `{"filesystem": {"allowRead": ["` + dir + `"]}, "network": {"parentProxy": {` + tc.pp + `}}}`
+		if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		load := file
+		if tc.link {
+			load = filepath.Join(dir, tc.name+"-link.json")
+			if err := os.Symlink(file, load); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s, err := settings.Load(load)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Compile(s, Env{Cwd: dir, Home: dir})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := !p.Readable(file); got != tc.denied {
+			t.Errorf("%s: %s denied = %v, want %v", tc.name, file, got, tc.denied)
+		}
+		if !p.Readable(filepath.Join(dir, "other")) {
+			t.Errorf("%s: its directory became unreadable", tc.name)
+		}
 	}
 }

@@ -135,3 +135,22 @@ func redactURL(u *url.URL) string {
 	}
 	return u.Scheme + "://" + u.Host
 }
+
+// HoldsCredentials reports whether pp carries a secret: userinfo in
+// either URL (the user name alone counts). A settings file that does is
+// read-denied inside the sandbox (policy.RuleSettingsFile).
+func (pp *ParentProxy) HoldsCredentials() bool {
+	if pp == nil {
+		return false
+	}
+	for _, raw := range []string{pp.HTTP, pp.HTTPS} {
+		if raw == "" {
+			continue
+		}
+		u, err := ParseProxyURL(raw)
+		if err != nil || u.User != nil {
+			return true // unparseable was refused when read; be safe
+		}
+	}
+	return false
+}
