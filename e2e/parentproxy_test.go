@@ -26,7 +26,8 @@ const parentFrom = "127.0.0.2"
 
 // parentFixture is a forward proxy (CONNECT and absolute-URI HTTP)
 // requiring Basic user:pw that sends every name to 127.0.0.1, from
-// parentFrom. It records the request targets it was asked for.
+// parentFrom, and echoes a TRACE with Max-Forwards: 0 as a parent does. It
+// records the request targets it was asked for.
 type parentFixture struct {
 	port    int
 	mu      sync.Mutex
@@ -62,6 +63,13 @@ func startParentFixture(t *testing.T) *parentFixture {
 		if r.Header.Get("Proxy-Authorization") != want {
 			w.Header().Set("Proxy-Authenticate", `Basic realm="e2e"`)
 			http.Error(w, "proxy auth required", http.StatusProxyAuthRequired)
+			return
+		}
+		if r.Method == "TRACE" && r.Header.Get("Max-Forwards") == "0" {
+			// RFC 9110 §9.3.8: the last recipient echoes the request,
+			// Proxy-Authorization included.
+			w.Header().Set("Content-Type", "message/http")
+			r.Write(w)
 			return
 		}
 		if r.Method == http.MethodConnect {

@@ -243,7 +243,7 @@ func runTrustedDenies(path, settingsFile string, near func(string) bool) []Path 
 	}
 	if settingsFile != "" {
 		if abs, err := filepath.Abs(settingsFile); err == nil {
-			denies = append(denies, makePath(abs, OriginMandatory, "mandatory: the settings file"))
+			denies = append(denies, makePath(abs, OriginMandatory, RuleSettingsFile))
 		}
 	}
 	return denies

@@ -201,6 +201,27 @@ type Env struct {
 	Untrusted []string
 }
 
+// RuleSettingsFile is the Rule of the mandatory denies of the settings
+// file the policy was compiled from (settings.Settings.Source): its
+// write-deny (hosttrusted.go), and its read-deny when it holds credentials
+// (network.parentProxy userinfo), which the sandbox must not read,
+// whatever filesystem.allowRead says. A file without them is left
+// readable: it holds nothing the sandbox may not know, and a read-deny
+// inside the working directory is one the microvm backend cannot enforce
+// yet (it refuses to run).
+const RuleSettingsFile = "mandatory: the settings file"
+
+// settingsFileDeny is the read-deny of settings file path: of the file
+// srt read, so of a symlink's target (srt has just read through it; the
+// link itself is write-protected like the file), since a rule spelled
+// through a link in a write root is refused.
+func settingsFileDeny(path string) Path {
+	if t, err := filepath.EvalSymlinks(path); err == nil {
+		path = t
+	}
+	return makePath(path, OriginMandatory, RuleSettingsFile)
+}
+
 // ErrUnenforceable is wrapped by errors for rules this host cannot enforce.
 // Callers must refuse to run, never run with a weaker policy.
 var ErrUnenforceable = errors.New("rule cannot be enforced")
@@ -254,6 +275,9 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 	p.DenyRead = r.entries("filesystem.denyRead", fs.DenyRead, true)
 	for _, d := range hostSecrets(env.Home) {
 		p.DenyRead = append(p.DenyRead, makePath(d, OriginMandatory, "mandatory: srtd's token"))
+	}
+	if s.Source != "" && s.Network.ParentProxy.HoldsCredentials() {
+		p.DenyRead = append(p.DenyRead, settingsFileDeny(s.Source))
 	}
 	// The TLS CA's private key (network.tlsTerminate.caKeyPath): whoever
 	// reads it can mint certificates the sandbox's clients trust. Through

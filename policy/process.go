@@ -1,9 +1,12 @@
 package policy
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
+	"time"
 
 	"github.com/srt-go/srt/netrule"
 	"github.com/srt-go/srt/proxy"
@@ -161,8 +164,19 @@ func parentProxy(pp *settings.ParentProxy, getenv func(string) string) (*proxy.P
 	if err != nil {
 		return nil, err
 	}
-	return proxy.NewParent(hu, hsu, np.val), nil
+	p := proxy.NewParent(hu, hsu, np.val)
+	// The parent's addresses are refused to the sandbox (Parent.Forbidden);
+	// a name is looked up now, bounded, and its failure is not an error:
+	// the proxies learn the addresses they dial it at too.
+	ctx, cancel := context.WithTimeout(context.Background(), parentResolveTimeout)
+	defer cancel()
+	p.Resolve(ctx, net.DefaultResolver)
+	return p, nil
 }
+
+// parentResolveTimeout bounds the parent proxy's name lookup when the
+// policy is compiled.
+const parentResolveTimeout = 3 * time.Second
 
 // ProcessOf is the process half of s (nil: the defaults).
 func ProcessOf(s *settings.Settings) Process {

@@ -68,9 +68,27 @@ func (s *Server) dial(ctx context.Context, pol *netrule.Policy, decision netrule
 	return nil, fmt.Errorf("resolve %s: no addresses", host)
 }
 
+// dialAddr dials a destination address, unless Config.Forbidden or the
+// parent's own addresses (Parent.Forbidden) refuse it.
 func (s *Server) dialAddr(ctx context.Context, ap netip.AddrPort) (net.Conn, error) {
+	return s.dialChecked(ctx, ap, s.forbidden)
+}
+
+// forbidden is the reason Config.Forbidden or Parent.Forbidden gives for
+// a destination address, or "".
+func (s *Server) forbidden(ap netip.AddrPort) string {
 	if s.cfg.Forbidden != nil {
 		if why := s.cfg.Forbidden(ap); why != "" {
+			return why
+		}
+	}
+	return s.cfg.Parent.Forbidden(ap)
+}
+
+// dialChecked dials ap unless forbidden gives a reason (a *RefusedError).
+func (s *Server) dialChecked(ctx context.Context, ap netip.AddrPort, forbidden func(netip.AddrPort) string) (net.Conn, error) {
+	if forbidden != nil {
+		if why := forbidden(ap); why != "" {
 			return nil, &RefusedError{Decision: netrule.Decision{Host: ap.Addr().String(), Reason: why}}
 		}
 	}

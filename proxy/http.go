@@ -316,11 +316,18 @@ func (s *Server) handlePlain(ctx context.Context, bw *bufio.Writer, req *http.Re
 	octx, rt := context.WithValue(ctx, policyKey{}, pol), s.transport
 	parent := s.cfg.Parent.forHTTP(d.Host, port)
 	if parent != nil {
+		if s.refuseViaParent(ctx, bw, pol, d, req.Method, port) {
+			return false
+		}
 		octx, rt = context.WithValue(octx, parentKey{}, parent), s.viaParent
 	}
 	out := req.Clone(octx)
 	out.RequestURI = ""
 	out.Host = u.Host
+	if parent != nil { // the spelling srt judged, not the client's
+		out.URL.Host = canonicalAuthority(d.Host, port, u.Port() != "")
+		out.Host = out.URL.Host
+	}
 	out.Close = false
 	removeHopByHop(out.Header)
 	applyRequestEdits(out.Header, dec)
@@ -342,7 +349,7 @@ func (s *Server) handlePlain(ctx context.Context, bw *bufio.Writer, req *http.Re
 	if parent != nil && resp.StatusCode == http.StatusProxyAuthRequired {
 		// The parent's, never the origin's (which says 401): passed on,
 		// it would read as srt's proxy asking the client for credentials.
-		pe := &ParentError{Parent: parent.Redacted(), Target: net.JoinHostPort(d.Host, strconv.Itoa(port)), Status: sanitize(resp.Status, 200), Code: resp.StatusCode}
+		pe := &ParentError{Parent: redact(parent), Target: net.JoinHostPort(d.Host, strconv.Itoa(port)), Status: sanitize(resp.Status, 200), Code: resp.StatusCode}
 		s.logParentRefusal(ctx, pe)
 		writeParentRefusal(bw, pe)
 		return false

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/net/http/httpproxy"
@@ -29,10 +30,11 @@ import (
 // Which connections use it (the reference 0.0.83's rules, which are
 // curl's): CONNECT tunnels and SOCKS5 connections use HTTPS, else HTTP;
 // plain-HTTP requests use HTTP only. A destination matched by NoProxy, and
-// localhost or a loopback address always, is dialled directly. The
-// matching is golang.org/x/net/http/httpproxy's: host suffixes ("corp",
-// ".corp" and "*.corp" all match corp and its subdomains), IP literals,
-// CIDR ranges, an optional ":port", "*" for every host.
+// localhost, a name under .localhost or a loopback address always, is
+// dialled directly. The matching is golang.org/x/net/http/httpproxy's:
+// host suffixes ("corp", ".corp" and "*.corp" all match corp and its
+// subdomains), IP literals, CIDR ranges, an optional ":port", "*" for
+// every host.
 type Parent struct {
 	// TLS configures the TLS connection to an https:// parent. Nil means
 	// the system roots, the parent's host name as the server name. Tests
@@ -41,6 +43,9 @@ type Parent struct {
 
 	http, https *url.URL
 	match       func(*url.URL) (*url.URL, error)
+
+	mu    sync.Mutex              // guards known
+	known map[netip.AddrPort]bool // the parents' addresses seen so far
 }
 
 // NewParent returns the parent proxy for httpURL (plain HTTP) and
@@ -61,7 +66,103 @@ func NewParent(httpURL, httpsURL *url.URL, noProxy string) *Parent {
 	if httpsURL != nil {
 		cfg.HTTPSProxy = httpsURL.String()
 	}
-	return &Parent{http: httpURL, https: httpsURL, match: cfg.ProxyFunc()}
+	p := &Parent{http: httpURL, https: httpsURL, match: cfg.ProxyFunc(), known: make(map[netip.AddrPort]bool)}
+	for _, u := range []*url.URL{httpURL, httpsURL} {
+		if u == nil {
+			continue
+		}
+		host, port := parentAddr(u)
+		if a, err := netip.ParseAddr(host); err == nil {
+			p.known[netip.AddrPortFrom(a.Unmap(), uint16(port))] = true
+		} else if isLocalhostName(host) {
+			p.known[netip.AddrPortFrom(netip.IPv6Loopback(), uint16(port))] = true
+		}
+	}
+	return p
+}
+
+// Resolve looks up the parents' host names with r and adds their
+// addresses to those Forbidden refuses. srt calls it once, when the policy
+// is compiled (policy.NetworkOf); the proxies also add every address they
+// dial a parent at. A name that does not resolve is skipped: srt cannot
+// reach that parent either until it does, and then learns its address
+// the first time it dials it.
+func (p *Parent) Resolve(ctx context.Context, r Resolver) {
+	if p == nil {
+		return
+	}
+	for _, u := range []*url.URL{p.http, p.https} {
+		if u == nil {
+			continue
+		}
+		host, port := parentAddr(u)
+		if _, err := netip.ParseAddr(host); err == nil || isLocalhostName(host) {
+			continue
+		}
+		addrs, err := r.LookupNetIP(ctx, "ip", host)
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			p.learn(netip.AddrPortFrom(a.Unmap(), uint16(port)))
+		}
+	}
+}
+
+func (p *Parent) learn(ap netip.AddrPort) {
+	p.mu.Lock()
+	p.known[ap] = true
+	p.mu.Unlock()
+}
+
+// ReasonParentAddress is the reason Forbidden gives.
+const ReasonParentAddress = "the parent proxy listens there; the sandbox reaches it only through srt's proxies"
+
+// Forbidden returns ReasonParentAddress when ap is an address a parent
+// proxy listens on, else "" (also for a nil p). A parent on a loopback
+// address (or named localhost) matches every loopback address of its
+// port, as srtd's own addresses do (sandbox/linux ServerAddresses). srt
+// refuses the sandbox these addresses whatever the rules allow (the
+// proxies' destinations, the Linux loopback relay): a parent that trusts
+// its local clients, or srt's host, would otherwise be a way around srt's
+// rules, and srt's own connections to it carry the credentials.
+func (p *Parent) Forbidden(ap netip.AddrPort) string {
+	if p == nil {
+		return ""
+	}
+	a := ap.Addr().Unmap()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k := range p.known {
+		if k.Port() != ap.Port() {
+			continue
+		}
+		if k.Addr() == a || k.Addr().IsLoopback() && a.IsLoopback() || k.Addr().IsUnspecified() {
+			return ReasonParentAddress
+		}
+	}
+	return ""
+}
+
+// isLocalhostName reports whether host is localhost or a name under
+// .localhost (RFC 6761 §6.3: this host's loopback, whatever DNS says).
+func isLocalhostName(host string) bool {
+	h := strings.TrimSuffix(strings.ToLower(host), ".")
+	return h == "localhost" || strings.HasSuffix(h, ".localhost")
+}
+
+// redact is u as scheme://host:port with any userinfo, user name
+// included, shown as "***@" (url.URL.Redacted keeps the user name, which
+// is often a secret of its own). settings.ParseProxyURL's errors use a
+// twin of it.
+func redact(u *url.URL) string {
+	if u == nil {
+		return ""
+	}
+	if u.User != nil {
+		return u.Scheme + "://***@" + u.Host
+	}
+	return u.Scheme + "://" + u.Host
 }
 
 // String describes p without credentials, for logs.
@@ -71,10 +172,10 @@ func (p *Parent) String() string {
 	}
 	var parts []string
 	if p.http != nil {
-		parts = append(parts, "http="+p.http.Redacted())
+		parts = append(parts, "http="+redact(p.http))
 	}
 	if p.https != nil {
-		parts = append(parts, "https="+p.https.Redacted())
+		parts = append(parts, "https="+redact(p.https))
 	}
 	return strings.Join(parts, " ")
 }
@@ -91,8 +192,13 @@ func (p *Parent) forHTTP(host string, port int) *url.URL {
 	return p.lookup("http", host, port)
 }
 
+// localhost and names under .localhost are never sent to a parent: they
+// mean this host's loopback, and through a parent they would be the
+// parent's. They are dialled directly, under the direct path's rules and
+// resolved-address guard, as without a parent (httpproxy already does so
+// for localhost and loopback literals).
 func (p *Parent) lookup(scheme, host string, port int) *url.URL {
-	if p == nil {
+	if p == nil || isLocalhostName(host) {
 		return nil
 	}
 	u, err := p.match(&url.URL{Scheme: scheme, Host: net.JoinHostPort(host, strconv.Itoa(port))})
@@ -136,23 +242,27 @@ func parentAddr(u *url.URL) (string, int) {
 // dialParentHop connects to parent u itself, TLS included for https://
 // when withTLS.
 //
-// The resolved-address guard is not applied to it: the parent is the
+// The resolved-address guard is not applied to it, nor the refusal of
+// the parent's own addresses (Parent.Forbidden): the parent is the
 // operator's choice (the settings file or srt's own environment, neither
 // writable by the sandbox), and a parent on loopback or a private address
 // is the usual setup. Config.Forbidden still is. The name is resolved
-// here, once, so the Dialer only ever sees numeric addresses.
+// here, once, so the Dialer only ever sees numeric addresses; every
+// address dialled is added to those Parent.Forbidden refuses.
 func (s *Server) dialParentHop(ctx context.Context, u *url.URL, withTLS bool) (net.Conn, error) {
 	host, port := parentAddr(u)
 	var addrs []netip.Addr
 	if ip, err := netip.ParseAddr(host); err == nil {
 		addrs = []netip.Addr{ip}
 	} else if addrs, err = s.resolver.LookupNetIP(ctx, "ip", host); err != nil {
-		return nil, fmt.Errorf("parent proxy %s: resolve: %w", u.Redacted(), err)
+		return nil, fmt.Errorf("parent proxy %s: resolve: %w", redact(u), err)
 	}
 	var c net.Conn
-	err := fmt.Errorf("parent proxy %s: resolve: no addresses", u.Redacted())
+	err := fmt.Errorf("parent proxy %s: resolve: no addresses", redact(u))
 	for _, a := range addrs {
-		if c, err = s.dialAddr(ctx, netip.AddrPortFrom(a.Unmap(), uint16(port))); err == nil {
+		ap := netip.AddrPortFrom(a.Unmap(), uint16(port))
+		s.cfg.Parent.learn(ap)
+		if c, err = s.dialChecked(ctx, ap, s.cfg.Forbidden); err == nil {
 			break
 		}
 	}
@@ -172,14 +282,14 @@ func (s *Server) dialParentHop(ctx context.Context, u *url.URL, withTLS bool) (n
 	tc := tls.Client(c, cfg)
 	if err := tc.HandshakeContext(ctx); err != nil {
 		c.Close()
-		return nil, fmt.Errorf("parent proxy %s: TLS: %w", u.Redacted(), err)
+		return nil, fmt.Errorf("parent proxy %s: TLS: %w", redact(u), err)
 	}
 	return tc, nil
 }
 
 // dialTunnel connects a CONNECT or SOCKS5 client to the destination
-// Decide allowed: through the parent when one applies, else directly
-// (dial, with the resolved-address guard).
+// Decide allowed: through the parent when one applies (after
+// checkViaParent), else directly (dial, with the resolved-address guard).
 func (s *Server) dialTunnel(ctx context.Context, pol *netrule.Policy, d netrule.Decision, port int) (net.Conn, error) {
 	if !d.Allowed { // the callers judge first; never expected
 		return nil, &RefusedError{Decision: d}
@@ -190,7 +300,50 @@ func (s *Server) dialTunnel(ctx context.Context, pol *netrule.Policy, d netrule.
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.DialTimeout)
 	defer cancel()
+	if err := s.checkViaParent(ctx, pol, d, port); err != nil {
+		return nil, err
+	}
 	return s.connectVia(ctx, u, d.Host, port)
+}
+
+// checkViaParent judges, before anything is sent to a parent, the
+// destination host:port that Decide allowed (d): the checks a direct dial
+// makes, done the stricter way, since through a parent srt cannot choose
+// which address is used.
+//
+// An IP literal is judged as the direct path judges it: Decide did, and
+// Config.Forbidden and Parent.Forbidden must not refuse it. A name is
+// resolved here (s's Resolver, under ctx, which the caller bounds by
+// DialTimeout), and EVERY address must pass CheckResolved and both
+// Forbidden hooks, where a direct dial drops the refused addresses and
+// dials a good one; the first refusal is returned as a *RefusedError. A
+// name that does not resolve here (a network where only the parent
+// resolves names) is let through, logged at debug: the parent's own
+// lookup is not checked, and a rebinding between the two lookups is the
+// parent's to stop (SECURITY.md).
+func (s *Server) checkViaParent(ctx context.Context, pol *netrule.Policy, d netrule.Decision, port int) error {
+	if ip, err := netip.ParseAddr(d.Host); err == nil {
+		if why := s.forbidden(netip.AddrPortFrom(ip.Unmap(), uint16(port))); why != "" {
+			return &RefusedError{Decision: netrule.Decision{Host: d.Host, Reason: why}}
+		}
+		return nil
+	}
+	addrs, err := s.resolver.LookupNetIP(ctx, "ip", d.Host)
+	if err != nil || len(addrs) == 0 {
+		s.log.LogAttrs(ctx, slog.LevelDebug, "destination does not resolve here; the parent proxy resolves it unchecked",
+			slog.String("host", d.Host), slog.Any("error", err))
+		return nil
+	}
+	isLocal := s.isLocal()
+	for _, a := range addrs {
+		if r := pol.CheckResolved(d.Host, port, a, isLocal); !r.Allowed {
+			return &RefusedError{Decision: r}
+		}
+		if why := s.forbidden(netip.AddrPortFrom(a.Unmap(), uint16(port))); why != "" {
+			return &RefusedError{Decision: netrule.Decision{Host: a.Unmap().String(), Reason: why}}
+		}
+	}
+	return nil
 }
 
 // connectVia opens a tunnel to host:port through parent u with CONNECT
@@ -218,26 +371,26 @@ func (s *Server) connectVia(ctx context.Context, u *url.URL, host string, port i
 	req += "\r\n"
 	if _, err := c.Write([]byte(req)); err != nil {
 		c.Close()
-		return nil, fmt.Errorf("parent proxy %s: %w", u.Redacted(), err)
+		return nil, fmt.Errorf("parent proxy %s: %w", redact(u), err)
 	}
 	br := bufio.NewReader(c)
 	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
 	if err != nil {
 		c.Close()
-		return nil, fmt.Errorf("parent proxy %s: reading its answer to CONNECT %s: %w", u.Redacted(), target, err)
+		return nil, fmt.Errorf("parent proxy %s: reading its answer to CONNECT %s: %w", redact(u), target, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		resp.Body.Close()
 		c.Close()
-		return nil, &ParentError{Parent: u.Redacted(), Target: target, Status: sanitize(resp.Status, 200), Code: resp.StatusCode}
+		return nil, &ParentError{Parent: redact(u), Target: target, Status: sanitize(resp.Status, 200), Code: resp.StatusCode}
 	}
 	if !stop() {
 		c.Close()
-		return nil, fmt.Errorf("parent proxy %s: %w", u.Redacted(), ctx.Err())
+		return nil, fmt.Errorf("parent proxy %s: %w", redact(u), ctx.Err())
 	}
 	c.SetDeadline(time.Time{})
 	s.log.LogAttrs(ctx, slog.LevelDebug, "upstream connected through parent proxy",
-		slog.String("host", target), slog.String("parent", u.Redacted()))
+		slog.String("host", target), slog.String("parent", redact(u)))
 	if br.Buffered() > 0 {
 		return &bufferedConn{Conn: c, r: br}, nil
 	}
@@ -327,4 +480,52 @@ func (s *Server) parentDial(ctx context.Context, network, addr string) (net.Conn
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.DialTimeout)
 	defer cancel()
 	return s.dialParentHop(ctx, u, false)
+}
+
+// RuleParentTrace is the Rule of the violation reported when a TRACE or
+// TRACK request is refused on the route through a parent proxy.
+const RuleParentTrace = "no TRACE through a parent proxy"
+
+// refuseViaParent judges a plain-HTTP request that Decide allowed (d) and
+// that would go through a parent, before anything is sent to it. When it
+// refuses, it writes the answer, reports the violation and returns true.
+//
+// TRACE and TRACK get 405: the parent answers a TRACE with Max-Forwards: 0
+// itself, echoing the request, and with it the Proxy-Authorization srt
+// added (RFC 9110 §9.3.8). Then checkViaParent: a refused address gets
+// the direct path's 403 (X-Proxy-Error: blocked-by-sandbox-runtime).
+func (s *Server) refuseViaParent(ctx context.Context, bw *bufio.Writer, pol *netrule.Policy, d netrule.Decision, method string, port int) bool {
+	if m := strings.ToUpper(method); m == "TRACE" || m == "TRACK" {
+		r := netrule.Decision{Host: d.Host, Rule: RuleParentTrace,
+			Reason: m + " is not forwarded to a parent proxy: its echo would carry srt's credentials for it"}
+		writeResponse(bw, "405 Method Not Allowed", errHdrAddress, cleanBody("Request to "+d.Host+" blocked: "+r.Reason+"\n"))
+		s.violation("http", r, port)
+		return true
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.DialTimeout)
+	defer cancel()
+	err := s.checkViaParent(cctx, pol, d, port)
+	if err == nil {
+		return false
+	}
+	re, ok := isRefused(err)
+	if !ok { // checkViaParent only refuses; never expected
+		re = &RefusedError{Decision: netrule.Decision{Host: d.Host, Reason: err.Error()}}
+	}
+	writePlainRefusal(bw, "Connection to "+d.Host+" blocked: "+re.Decision.Reason+"\n", errHdrAddress)
+	s.violation("http", re.Decision, port)
+	return true
+}
+
+// canonicalAuthority is the authority of an absolute URI for canonical
+// host (Decide's, an IPv6 literal without brackets), with port when the
+// client gave one (explicit).
+func canonicalAuthority(host string, port int, explicit bool) string {
+	if explicit {
+		return net.JoinHostPort(host, strconv.Itoa(port))
+	}
+	if strings.Contains(host, ":") {
+		return "[" + host + "]"
+	}
+	return host
 }

@@ -103,10 +103,12 @@ type Config struct {
 	// exhaustion"). Zero means DefaultMaxConns; negative is an error.
 	MaxConns int
 	// Parent, when not nil, is the upstream proxy connections go through
-	// (see Parent for which): after Decide allowed the destination, srt
-	// connects to the parent instead, without resolving the destination
-	// or applying the resolved-address guard to it, which the parent does
-	// or not. Fixed for the Server's life (SetPolicy does not change it).
+	// (see Parent for which): after Decide allowed the destination and
+	// every address it resolves to here passed the resolved-address guard
+	// and Forbidden (a name that does not resolve here is the parent's to
+	// judge), srt connects to the parent instead. The parent's own
+	// addresses are refused as destinations (Parent.Forbidden). Fixed for
+	// the Server's life (SetPolicy does not change it).
 	Parent *Parent
 	// Terminate, when not nil, terminates TLS in allowed CONNECT tunnels
 	// (terminate.go). Fixed for the Server's life.

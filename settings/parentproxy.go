@@ -52,15 +52,15 @@ func ParseProxyURL(raw string) (*url.URL, error) {
 		return nil, fmt.Errorf("%w: scheme %q is not supported (want http or https)", ErrProxyURL, u.Scheme)
 	}
 	if u.Hostname() == "" {
-		return nil, fmt.Errorf("%w: %s has no host", ErrProxyURL, u.Redacted())
+		return nil, fmt.Errorf("%w: %s has no host", ErrProxyURL, redactURL(u))
 	}
 	if ps := u.Port(); ps != "" {
 		if p, err := strconv.Atoi(ps); err != nil || p < 1 || p > 65535 {
-			return nil, fmt.Errorf("%w: %s: port must be 1..65535", ErrProxyURL, u.Redacted())
+			return nil, fmt.Errorf("%w: %s: port must be 1..65535", ErrProxyURL, redactURL(u))
 		}
 	}
 	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
-		return nil, fmt.Errorf("%w: %s: a proxy URL has no path, query or fragment", ErrProxyURL, u.Redacted())
+		return nil, fmt.Errorf("%w: %s: a proxy URL has no path, query or fragment", ErrProxyURL, redactURL(u))
 	}
 	return u, nil
 }
@@ -124,4 +124,33 @@ func (c *checker) noProxy(n *node, path string) (string, error) {
 		}
 	}
 	return strings.Join(list, ","), nil
+}
+
+// redactURL is u as scheme://host:port, any userinfo (the user name too,
+// which url.URL.Redacted keeps) shown as "***@". proxy's redact is its
+// twin, for the proxies' logs and errors.
+func redactURL(u *url.URL) string {
+	if u.User != nil {
+		return u.Scheme + "://***@" + u.Host
+	}
+	return u.Scheme + "://" + u.Host
+}
+
+// HoldsCredentials reports whether pp carries a secret: userinfo in
+// either URL (the user name alone counts). A settings file that does is
+// read-denied inside the sandbox (policy.RuleSettingsFile).
+func (pp *ParentProxy) HoldsCredentials() bool {
+	if pp == nil {
+		return false
+	}
+	for _, raw := range []string{pp.HTTP, pp.HTTPS} {
+		if raw == "" {
+			continue
+		}
+		u, err := ParseProxyURL(raw)
+		if err != nil || u.User != nil {
+			return true // unparseable was refused when read; be safe
+		}
+	}
+	return false
 }

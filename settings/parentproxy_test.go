@@ -36,6 +36,8 @@ func TestParentProxyErrors(t *testing.T) {
 		{`{"network": {"parentProxy": {"http": "socks5://p:1080"}}}`, "network.parentProxy.http", `scheme "socks5" is not supported`, 1, 38},
 		{`{"network": {"parentProxy": {"https": "http://u:secret@[::1"}}}`, "network.parentProxy.https", "does not parse as a URL", 1, 39},
 		{`{"network": {"parentProxy": {"http": "http://u:secret@p:99999"}}}`, "network.parentProxy.http", "port must be 1..65535", 1, 38},
+		{`{"network": {"parentProxy": {"http": "http://secretuser@p:99999"}}}`, "network.parentProxy.http", "port must be 1..65535", 1, 38},
+		{`{"network": {"parentProxy": {"http": "http://secretuser@p:1/path"}}}`, "network.parentProxy.http", "http://***@p:1: a proxy URL has no path", 1, 38},
 		{`{"network": {"parentProxy": {"http": "http://p:1/path"}}}`, "network.parentProxy.http", "no path", 1, 38},
 		{`{"network": {"parentProxy": {"http": "http://"}}}`, "network.parentProxy.http", "has no host", 1, 38},
 		{`{"network": {"parentProxy": {"http": ""}}}`, "network.parentProxy.http", "empty", 1, 38},

@@ -47,8 +47,8 @@ type loopbackRelay struct {
 	// policy returns the session's current rules (the proxies', which
 	// SetPolicy replaces).
 	policy func() *netrule.Policy
-	// forbidden is the proxies' Config.Forbidden: srtd's addresses.
-	forbidden func(netip.AddrPort) string
+	// forbidden refuses srtd's addresses and the parent proxy's.
+	forbidden   func(netip.AddrPort) string
 	// srv is the session's proxies: a relayed connection is an opaque
 	// tunnel, refused where they refuse one (proxy.Server.MustInspect).
 	srv         *proxy.Server

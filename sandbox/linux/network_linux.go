@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -74,7 +75,7 @@ type network struct {
 // newNetwork starts the session's proxies (not yet listening) and returns
 // it with the socket pair end to pass to PID 1.
 func newNetwork(nw policy.Network, onViolation func(violation.Violation), lg *slog.Logger) (*network, *os.File, error) {
-	forbidden, err := ServerAddresses()
+	srtd, err := ServerAddresses()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -82,7 +83,16 @@ func newNetwork(nw policy.Network, onViolation func(violation.Violation), lg *sl
 	if nw.TLS != nil {
 		term = nw.TLS.Terminate
 	}
-	srv, err := proxy.New(proxy.Config{Policy: nw.Rules, OnViolation: onViolation, Logger: lg, Forbidden: forbidden, MaxConns: nw.MaxConns, Parent: nw.Parent, Terminate: term, Filtering: nw.Filter})
+	// The loopback relay refuses srtd's addresses and the parent proxy's;
+	// the proxies get srtd's only, since they refuse the parent's as
+	// destinations themselves and must still dial it as the parent.
+	forbidden := func(ap netip.AddrPort) string {
+		if why := srtd(ap); why != "" {
+			return why
+		}
+		return nw.Parent.Forbidden(ap)
+	}
+	srv, err := proxy.New(proxy.Config{Policy: nw.Rules, OnViolation: onViolation, Logger: lg, Forbidden: srtd, MaxConns: nw.MaxConns, Parent: nw.Parent, Terminate: term, Filtering: nw.Filter})
 	if err != nil {
 		return nil, nil, err
 	}
