@@ -332,7 +332,7 @@ func (s *Server) handlePlain(ctx context.Context, bw *bufio.Writer, req *http.Re
 	removeHopByHop(out.Header)
 	applyRequestEdits(out.Header, dec)
 	if terr == nil {
-		out.URL = upstreamURL(u, t, s.cfg.AmbiguousTarget == AmbiguousNormalize && s.cfg.active(d.Host, port), parent != nil)
+		out.URL = upstreamURL(out.URL, t, s.cfg.AmbiguousTarget == AmbiguousNormalize && s.cfg.active(d.Host, port), parent != nil)
 	}
 	resp, err := rt.RoundTrip(out)
 	if err != nil {
