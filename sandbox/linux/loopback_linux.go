@@ -48,7 +48,7 @@ type loopbackRelay struct {
 	// SetPolicy replaces).
 	policy func() *netrule.Policy
 	// forbidden refuses srtd's addresses and the parent proxy's.
-	forbidden   func(netip.AddrPort) string
+	forbidden func(netip.AddrPort) string
 	// srv is the session's proxies: a relayed connection is an opaque
 	// tunnel, refused where they refuse one (proxy.Server.MustInspect).
 	srv         *proxy.Server
