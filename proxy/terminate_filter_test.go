@@ -101,3 +101,38 @@ func TestTerminateFilteredOpaque(t *testing.T) {
 		t.Errorf("violation %+v", v)
 	}
 }
+
+// TestTerminateUpgradeRefused: an Upgrade to h2c is never relayed (its
+// requests would go unjudged), and with request filtering only a
+// websocket upgrade is; nothing refused reaches the upstream.
+func TestTerminateUpgradeRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name, upgrade string
+		filtered      bool
+		want          int
+	}{
+		{"h2c", "h2c", false, 403},
+		{"h2c-listed-second", "websocket, h2c", false, 403},
+		{"other-unfiltered", "foo/1", false, 101},
+		{"other-filtered", "foo/1", true, 403},
+		{"websocket-filtered", "websocket", true, 101},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mods []func(*Config)
+			if tc.filtered {
+				rules := NewHTTPRules([]HTTPRule{{Name: "r", Domains: []netrule.Pattern{mustPattern(t, "example.com")}}})
+				mods = append(mods, func(c *Config) { c.Filtering = Filtering{HTTPRules: rules} })
+			}
+			te := startTerm(t, baseRules, false, nil, mods...)
+			conn, br := tlsTunnel(t, te.httpAddr, te.target, "example.com")
+			io.WriteString(conn, "GET /ws HTTP/1.1\r\nHost: "+te.target+"\r\nConnection: Upgrade\r\nUpgrade: "+tc.upgrade+"\r\n\r\n")
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil || resp.StatusCode != tc.want {
+				t.Fatalf("Upgrade %q: %v %v, want %d", tc.upgrade, resp, err, tc.want)
+			}
+			if tc.want != 101 && te.hits.get() != 0 {
+				t.Errorf("a refused upgrade reached the upstream")
+			}
+		})
+	}
+}

@@ -111,6 +111,12 @@ func (s *Server) serveTerminated(w http.ResponseWriter, r *http.Request, tn *tun
 	}
 	upgrade := r.ProtoMajor == 1 && hasToken(r.Header, "Connection", "upgrade") && r.Header.Get("Upgrade") != ""
 	upProto := r.Header.Get("Upgrade")
+	if upgrade {
+		if ref := s.judgeUpgrade(tn, upProto); ref != nil {
+			s.refuseTerminated(w, tn, ref)
+			return
+		}
+	}
 	te := hasToken(r.Header, "Te", "trailers")
 
 	out := r.Clone(context.WithValue(ctx, tunnelKey{}, tn))
@@ -315,4 +321,34 @@ func (s *Server) relayUpgrade(ctx context.Context, w http.ResponseWriter, resp *
 	conn.Close()
 	up.Close()
 	<-errc
+}
+
+// judgeUpgrade decides an HTTP/1.1 Upgrade inside a terminated tunnel to
+// tn's host, whose request was allowed: after a 101 the connection is
+// relayed as bytes, so what it then carries is not judged. Upgrade to h2c
+// is always refused: it would open an HTTP/2 connection of requests none
+// of which is judged (RFC 9113 §3.1 has no h2c upgrade over TLS). Where
+// requests are filtered or opaque tunnels refused (mustInspect), only
+// "websocket" is allowed: its messages are not HTTP requests, and its
+// opening request was judged. Nil allows.
+func (s *Server) judgeUpgrade(tn *tunnel, proto string) *termRefusal {
+	var offered []string
+	for _, p := range strings.Split(proto, ",") {
+		p = strings.ToLower(strings.TrimSpace(p))
+		if i := strings.IndexByte(p, '/'); i >= 0 {
+			p = p[:i]
+		}
+		offered = append(offered, p)
+	}
+	for _, p := range offered {
+		if p == "h2c" {
+			return &termRefusal{status: http.StatusForbidden, xerr: errHdrFiltered, rule: opaqueRule,
+				reason: "Upgrade: h2c would carry requests the proxy cannot judge"}
+		}
+		if p != "websocket" && (s.cfg.active(tn.d.Host, tn.port) || s.mustInspect(tn.d.Host, tn.port)) {
+			return &termRefusal{status: http.StatusForbidden, xerr: errHdrFiltered, rule: opaqueRule,
+				reason: "Upgrade: " + sanitize(p, 40) + " would carry traffic the request filter cannot see (only websocket is relayed)"}
+		}
+	}
+	return nil
 }
