@@ -308,6 +308,41 @@ func TestTLSTerminate(t *testing.T) {
 				t.Errorf("the excluded upstream saw /excluded %d times, client certificate %v: want the client's own TLS", n, mtls)
 			}
 		})
+		t.Run("fronting-and-rules", func(t *testing.T) {
+			// Inside a terminated tunnel: a Host naming another host, and a
+			// TLS server name naming another host, are 421 and violations;
+			// network.httpRules judge the decrypted requests (GET allowed,
+			// POST refused), where without termination the tunnel is refused.
+			st := `{"network":{"allowedDomains":["` + tlsTermIP + `"],"tlsTerminate":{"extraCaCertPaths":["` + upCA + `"]},` +
+				`"httpRules":[{"domains":["` + tlsTermIP + `"],"methods":["GET"]}]}}`
+			script := strings.Join([]string{
+				"curl -sS -o /dev/null -w 'host-mismatch=%{http_code}\\n' --max-time 10 -H 'Host: other.test' " + base + "/front",
+				`printf 'GET /sni HTTP/1.1\r\nHost: ` + tlsTermIP + ":" + tp + `\r\nConnection: close\r\n\r\n' | openssl s_client -quiet -proxy "${HTTPS_PROXY#http://}" -connect ` + tlsTermIP + ":" + tp + ` -servername other.test 2>/dev/null | head -1 | sed 's/^/sni-mismatch=/'`,
+				"curl -sS -o /dev/null -w 'get=%{http_code}\\n' --max-time 10 " + base + "/rule-get",
+				"curl -sS -o /dev/null -w 'post=%{http_code}\\n' --max-time 10 -d x " + base + "/rule-post",
+			}, "; ")
+			stdout, stderr, code := sh(t, u, u.workDir(t), st, script)
+			report := fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+			for _, w := range []string{"host-mismatch=421", "sni-mismatch=HTTP/1.1 421", "get=200", "post=403"} {
+				if !strings.Contains(stdout, w) {
+					t.Errorf("stdout lacks %q; %s", w, report)
+				}
+			}
+			for _, w := range []string{"other.test", "POST /rule-post"} {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr lacks the violation naming %q; %s", w, report)
+				}
+			}
+			if n, _ := term.count("/front"); n != 0 {
+				t.Errorf("a fronted request reached the upstream")
+			}
+			if n, _ := term.count("/rule-post"); n != 0 {
+				t.Errorf("a refused POST reached the upstream")
+			}
+			if n, _ := term.count("/rule-get"); n == 0 {
+				t.Errorf("the allowed GET did not reach the upstream; %s", report)
+			}
+		})
 		t.Run("bad-input", func(t *testing.T) {
 			d := u.workDir(t)
 			other := newTLSPKI(t, "other CA")
