@@ -27,10 +27,11 @@ import (
 // MaxTunnels slots, is answered 200, and its first byte is read. A TLS
 // handshake record (0x16) is terminated in this process with a leaf the
 // CA mints; the decrypted HTTP/1.1 or HTTP/2 (by ALPN) is served with no
-// listener, each request judged (judgeTerminated) and forwarded over a
-// new, certificate-verified TLS connection to exactly the CONNECT target,
-// dialled like an opaque tunnel's (resolved-address guard, Forbidden,
-// Config.Parent). Anything else is tunnelled opaquely, as without
+// listener, each request judged (judgeTerminated) and forwarded, in its
+// client's protocol (HTTP/1.1 when the upstream has no HTTP/2; see
+// upstreams), over a certificate-verified TLS connection to exactly the
+// CONNECT target, dialled like an opaque tunnel's (resolved-address
+// guard, Forbidden, Config.Parent). Anything else is tunnelled opaquely, as without
 // Terminate, and frees its slot. SOCKS5 is never terminated.
 //
 // Answers on the wire, besides those of HTTPProxy.Serve:
