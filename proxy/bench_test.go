@@ -3,14 +3,24 @@ package proxy
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"runtime/pprof"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/srt-go/srt/mitm"
 )
 
 // zeroSource streams zeros to every client until it disconnects.
@@ -197,74 +207,176 @@ func TestConcurrent200(t *testing.T) {
 	}
 }
 
-// BenchmarkTerminatedRequest measures one GET on a kept-alive tunnel to
-// a TLS upstream, terminated or opaque (the client's own TLS end to end);
-// p50 and p99 are reported as metrics. Record with:
+// benchUpstreamEnv, set to "1", makes the test binary the terminated
+// benchmarks' upstream (benchUpstream) instead of running tests.
+const benchUpstreamEnv = "SRT_BENCH_UPSTREAM"
+
+// init, not TestMain (openssh_test.go's), so the helper needs no test of
+// its own: it serves before any flag is parsed and exits when its stdin
+// closes.
+func init() {
+	if os.Getenv(benchUpstreamEnv) == "1" {
+		os.Exit(benchUpstream())
+	}
+}
+
+// benchUpstream serves HTTPS, h2 and HTTP/1.1 by ALPN, with httptest's
+// certificate (names example.com): GET /blob answers chunk bytes of
+// unknown length, as a handler writing a large body does; anything else
+// "ok". It prints its address, then the certificate's PEM, on stdout.
+func benchUpstream() int {
+	blob := bytes.Repeat([]byte{'z'}, chunk)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/blob" {
+			w.Write(blob)
+			return
+		}
+		io.WriteString(w, "ok")
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	fmt.Printf("%s\n", srv.Listener.Addr())
+	pem.Encode(os.Stdout, &pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	io.Copy(io.Discard, os.Stdin)
+	return 0
+}
+
+// startBenchTerm is startTerm with the upstream in another process (the
+// test binary re-executed as benchUpstream): the upstream's TLS and HTTP
+// then run in their own Go scheduler, so this process's profile and
+// scheduling are the client's and the proxy's only. opaque excludes every
+// target from termination.
+func startBenchTerm(b *testing.B, opaque bool) *termEnv {
+	b.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(self)
+	cmd.Env = append(os.Environ(), benchUpstreamEnv+"=1")
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { stdin.Close(); cmd.Wait() })
+	br := bufio.NewReader(stdout)
+	addr, err := br.ReadString('\n')
+	if err != nil {
+		b.Fatalf("upstream helper: %v", err)
+	}
+	var certPEM []byte
+	for !bytes.Contains(certPEM, []byte("-----END CERTIFICATE-----")) {
+		line, err := br.ReadBytes('\n')
+		if err != nil {
+			b.Fatalf("upstream helper: %v", err)
+		}
+		certPEM = append(certPEM, line...)
+	}
+	ca, err := mitm.NewCA()
+	if err != nil {
+		b.Fatal(err)
+	}
+	te := &termEnv{ca: ca, caPool: x509.NewCertPool(), upPool: x509.NewCertPool()}
+	te.caPool.AddCert(ca.Certificate())
+	if !te.upPool.AppendCertsFromPEM(certPEM) {
+		b.Fatalf("upstream helper: no certificate in %q", certPEM)
+	}
+	_, port, _ := net.SplitHostPort(strings.TrimSpace(addr))
+	te.target = "example.com:" + port
+	term := &Terminate{CA: ca, RootCAs: te.upPool}
+	if opaque {
+		term.Exclude = func(string, int) bool { return true }
+	}
+	te.env = startProxyWith(b, baseRules, func(c *Config) { c.Terminate = term })
+	return te
+}
+
+// benchTerm runs f once for each client protocol (h1, h2) and tunnel
+// (opaque, terminated) with a client of that protocol. An opaque tunnel
+// carries the client's own TLS session to the upstream, in the protocol
+// the client offers; a terminated one has two: client to proxy in the
+// client's protocol, proxy to upstream in h2 (the Transport's choice).
+// The client's goroutines (and those they start) carry the pprof label
+// side=client, so that a -cpuprofile separates the proxy's share:
 //
-//	go test -run '^$' -bench TerminatedRequest -benchtime 2000x -count 5 ./proxy
-func BenchmarkTerminatedRequest(b *testing.B) {
-	for _, mode := range []string{"opaque", "terminated"} {
-		b.Run(mode, func(b *testing.B) {
-			te := startTerm(b, baseRules, true, func(tm *Terminate) {
-				if mode == "opaque" {
-					tm.Exclude = func(string, int) bool { return true }
-				}
-			})
-			roots := te.caPool
-			if mode == "opaque" {
-				roots = te.upPool
+//	go tool pprof -top -tagfocus side=client  proxy.test cpu.out  # client
+//	go tool pprof -top -tagignore side=client proxy.test cpu.out  # proxy
+func benchTerm(b *testing.B, f func(b *testing.B, get func(path string) *http.Response)) {
+	for _, proto := range []string{"h1", "h2"} {
+		b.Run(proto, func(b *testing.B) {
+			for _, mode := range []string{"opaque", "terminated"} {
+				b.Run(mode, func(b *testing.B) {
+					te := startBenchTerm(b, mode == "opaque")
+					roots := te.caPool
+					if mode == "opaque" {
+						roots = te.upPool
+					}
+					c := te.client(roots, proto == "h2")
+					defer c.CloseIdleConnections()
+					wantMajor := map[string]int{"h1": 1, "h2": 2}[proto]
+					get := func(path string) *http.Response {
+						resp, err := c.Get("https://" + te.target + path)
+						if err != nil {
+							b.Fatal(err)
+						}
+						if resp.ProtoMajor != wantMajor {
+							b.Fatalf("client spoke HTTP/%d, want %d", resp.ProtoMajor, wantMajor)
+						}
+						return resp
+					}
+					pprof.Do(context.Background(), pprof.Labels("side", "client"), func(context.Context) { f(b, get) })
+				})
 			}
-			c := te.client(roots, false)
-			u := "https://" + te.target + "/"
-			var lat []time.Duration
-			for b.Loop() {
-				t0 := time.Now()
-				resp, err := c.Get(u)
-				if err != nil {
-					b.Fatal(err)
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				lat = append(lat, time.Since(t0))
-			}
-			slices.Sort(lat)
-			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
-			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 		})
 	}
 }
 
-// BenchmarkTerminatedThroughput compares a bulk HTTPS download through a
-// terminated tunnel with one through an opaque tunnel. Record with:
+// BenchmarkTerminatedRequest measures one GET on a kept-alive tunnel to
+// a TLS upstream, terminated or opaque (the client's own TLS end to end);
+// p50 and p99 are reported as metrics. Record with:
+//
+//	go test -run '^$' -bench TerminatedRequest -benchtime 1000x -count 5 ./proxy
+func BenchmarkTerminatedRequest(b *testing.B) {
+	benchTerm(b, func(b *testing.B, get func(string) *http.Response) {
+		var lat []time.Duration
+		for b.Loop() {
+			t0 := time.Now()
+			resp := get("/")
+			if body, _ := io.ReadAll(resp.Body); string(body) != "ok" {
+				b.Fatalf("got %q", body)
+			}
+			resp.Body.Close()
+			lat = append(lat, time.Since(t0))
+		}
+		slices.Sort(lat)
+		b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+	})
+}
+
+// BenchmarkTerminatedThroughput compares a bulk HTTPS download (4 MiB
+// of unknown length, so streamed) through a terminated tunnel with one
+// through an opaque tunnel. Record with:
 //
 //	go test -run '^$' -bench TerminatedThroughput -benchtime 64x -count 5 ./proxy
 func BenchmarkTerminatedThroughput(b *testing.B) {
-	blob := bytes.Repeat([]byte{'z'}, chunk)
-	for _, mode := range []string{"opaque", "terminated"} {
-		b.Run(mode, func(b *testing.B) {
-			te := startTerm(b, baseRules, true, func(tm *Terminate) {
-				if mode == "opaque" {
-					tm.Exclude = func(string, int) bool { return true }
-				}
-			})
-			te.up.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(blob) })
-			roots := te.caPool
-			if mode == "opaque" {
-				roots = te.upPool
+	benchTerm(b, func(b *testing.B, get func(string) *http.Response) {
+		b.SetBytes(chunk)
+		for b.Loop() {
+			resp := get("/blob")
+			if n, _ := io.Copy(io.Discard, resp.Body); n != chunk {
+				b.Fatalf("got %d bytes", n)
 			}
-			c := te.client(roots, false)
-			u := "https://" + te.target + "/blob"
-			b.SetBytes(chunk)
-			for b.Loop() {
-				resp, err := c.Get(u)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if n, _ := io.Copy(io.Discard, resp.Body); n != chunk {
-					b.Fatalf("got %d bytes", n)
-				}
-				resp.Body.Close()
-			}
-		})
-	}
+			resp.Body.Close()
+		}
+	})
 }

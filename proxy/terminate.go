@@ -27,10 +27,11 @@ import (
 // MaxTunnels slots, is answered 200, and its first byte is read. A TLS
 // handshake record (0x16) is terminated in this process with a leaf the
 // CA mints; the decrypted HTTP/1.1 or HTTP/2 (by ALPN) is served with no
-// listener, each request judged (judgeTerminated) and forwarded over a
-// new, certificate-verified TLS connection to exactly the CONNECT target,
-// dialled like an opaque tunnel's (resolved-address guard, Forbidden,
-// Config.Parent). Anything else is tunnelled opaquely, as without
+// listener, each request judged (judgeTerminated) and forwarded, in its
+// client's protocol (HTTP/1.1 when the upstream has no HTTP/2; see
+// upstreams), over a certificate-verified TLS connection to exactly the
+// CONNECT target, dialled like an opaque tunnel's (resolved-address
+// guard, Forbidden, Config.Parent). Anything else is tunnelled opaquely, as without
 // Terminate, and frees its slot. SOCKS5 is never terminated.
 //
 // Answers on the wire, besides those of HTTPProxy.Serve:
@@ -105,10 +106,10 @@ const maxUpstreamPerHost = 32
 
 // terminator is a Server's TLS termination state.
 type terminator struct {
-	cfg      Terminate       // defaults applied
-	slots    chan struct{}   // one token per tunnel being terminated
-	limit    connLimit       // rate-limits the too-many-tunnels report
-	upstream *http.Transport // to the CONNECT targets, verified against RootCAs
+	cfg      Terminate     // defaults applied
+	slots    chan struct{} // one token per tunnel being terminated
+	limit    connLimit     // rate-limits the too-many-tunnels report
+	upstream upstreams     // to the CONNECT targets, verified against RootCAs
 	errLog   *slog.Logger
 }
 
@@ -126,24 +127,68 @@ func newTerminator(s *Server, cfg Terminate) (*terminator, error) {
 		cfg.HandshakeTimeout = DefaultHandshakeTimeout
 	}
 	t := &terminator{cfg: cfg, slots: make(chan struct{}, cfg.MaxTunnels), errLog: s.log}
-	t.upstream = &http.Transport{
-		Proxy:       nil, // Config.Parent is applied by dialTunnel
-		DialContext: s.terminatedDial,
-		TLSClientConfig: &tls.Config{
-			RootCAs:    cfg.RootCAs,
-			MinVersion: tls.VersionTLS12,
-			// ServerName is left empty: the Transport sets it to the URL's
-			// host, which is always the CONNECT target.
-		},
-		TLSHandshakeTimeout: s.cfg.DialTimeout,
-		ForceAttemptHTTP2:   true,
-		DisableCompression:  true, // pass Accept-Encoding through untouched
-		MaxIdleConnsPerHost: 4,
-		MaxIdleConns:        MaxIdleUpstream,
-		MaxConnsPerHost:     maxUpstreamPerHost,
-		IdleConnTimeout:     30 * time.Second,
+	tr := func() *http.Transport {
+		return &http.Transport{
+			Proxy:       nil, // Config.Parent is applied by dialTunnel
+			DialContext: s.terminatedDial,
+			TLSClientConfig: &tls.Config{
+				RootCAs:    cfg.RootCAs,
+				MinVersion: tls.VersionTLS12,
+				// ServerName is left empty: the Transport sets it to the
+				// URL's host, which is always the CONNECT target.
+			},
+			TLSHandshakeTimeout: s.cfg.DialTimeout,
+			DisableCompression:  true, // pass Accept-Encoding through untouched
+			MaxIdleConnsPerHost: 4,
+			MaxIdleConns:        MaxIdleUpstream,
+			IdleConnTimeout:     30 * time.Second,
+			// Bulk bodies: read and write the upstream in 64 KiB rather
+			// than 4 KiB steps (HTTP/1.1 only; HTTP/2 has its own).
+			ReadBufferSize:  upstreamBufSize,
+			WriteBufferSize: upstreamBufSize,
+		}
 	}
+	t.upstream.h2 = tr()
+	t.upstream.h2.ForceAttemptHTTP2 = true
+	t.upstream.h2.MaxConnsPerHost = maxUpstreamPerHost
+	t.upstream.h1 = tr()
+	t.upstream.h1.Protocols = new(http.Protocols)
+	t.upstream.h1.Protocols.SetHTTP1(true)
+	// One HTTP/1.1 tunnel has one request in flight, so one connection
+	// per tunnel never makes a request wait for another tunnel's.
+	t.upstream.h1.MaxConnsPerHost = cfg.MaxTunnels
 	return t, nil
+}
+
+// upstreamBufSize is the HTTP/1.1 upstream connections' read and write
+// buffer size.
+const upstreamBufSize = 64 << 10
+
+// upstreams are the Transports terminated requests are forwarded with, one
+// per client protocol: a request keeps the protocol its client chose, as
+// through an opaque tunnel. An HTTP/2 client's (h2) speaks HTTP/2 when the
+// upstream offers it, so its streams (and gRPC) stay streams of one
+// connection; an HTTP/1.1 client's (h1) speaks only HTTP/1.1, which moves
+// a bulk body with no flow control, no window updates and no hand-over
+// between goroutines (an HTTP/1.1 client through an HTTP/2 upstream
+// leg measured 50% of an opaque tunnel's throughput, through an HTTP/1.1
+// one 74%: BENCHMARKS.md, "TLS termination").
+type upstreams struct {
+	h1, h2 *http.Transport
+}
+
+// forRequest is the Transport for r, a request as its client sent it.
+func (u upstreams) forRequest(r *http.Request) *http.Transport {
+	if r.ProtoMajor >= 2 {
+		return u.h2
+	}
+	return u.h1
+}
+
+// CloseIdleConnections closes both Transports' idle connections.
+func (u upstreams) CloseIdleConnections() {
+	u.h1.CloseIdleConnections()
+	u.h2.CloseIdleConnections()
 }
 
 // excluded reports whether host:port is tunnelled opaquely.

@@ -138,7 +138,7 @@ func (s *Server) serveTerminated(w http.ResponseWriter, r *http.Request, tn *tun
 		out.Header.Set("Connection", "Upgrade")
 		out.Header.Set("Upgrade", upProto)
 	}
-	resp, err := s.term.upstream.RoundTrip(out)
+	resp, err := s.term.upstream.forRequest(r).RoundTrip(out)
 	if err != nil {
 		s.upstreamFailed(ctx, w, tn, err)
 		return
@@ -197,26 +197,34 @@ func hasToken(h http.Header, name, token string) bool {
 // opposed to writing it to the client.
 var errUpstreamBody = errors.New("reading the upstream's body")
 
-var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+// copyBufSize is the size of copyBody's buffers: four TLS records, so a
+// chunked HTTP/1.1 answer spends one chunk header per 64 KiB rather than
+// per 32 KiB read and an HTTP/2 one a DATA frame as large.
+const copyBufSize = 64 << 10
 
-// copyBody streams src to w, flushing after each read when flush (a body
-// of unknown length, which may be a stream of events), so nothing waits
-// in a buffer for more.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, copyBufSize); return &b }}
+
+// copyBody streams src to w. A body of unknown length (flush) may be a
+// stream of events, so what has been written is flushed to the client
+// whenever src has nothing more ready, and never waits in a buffer for
+// more; while it has, writes are not flushed one by one (each flush costs
+// a TLS record, and on HTTP/1.1 a chunk of its own). A body with a
+// length is buffered as the server sees fit.
+//
+// The caller closes src after copyBody returns, which ends its reader
+// (streamBody) if it is still blocked in src.Read.
 func copyBody(w http.ResponseWriter, src io.Reader, flush bool) error {
+	if flush {
+		return streamBody(w, src)
+	}
 	bp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bp)
 	buf := *bp
-	rc := http.NewResponseController(w)
 	for {
 		n, rerr := src.Read(buf)
 		if n > 0 {
 			if _, err := w.Write(buf[:n]); err != nil {
 				return err
-			}
-			if flush {
-				if err := rc.Flush(); err != nil {
-					return err
-				}
 			}
 		}
 		if rerr == io.EOF {
@@ -224,6 +232,78 @@ func copyBody(w http.ResponseWriter, src io.Reader, flush bool) error {
 		}
 		if rerr != nil {
 			return fmt.Errorf("%w: %w", errUpstreamBody, rerr)
+		}
+	}
+}
+
+// readChunk is what streamBody's reader read: buf[:n], then err.
+type readChunk struct {
+	buf *[]byte
+	n   int
+	err error
+}
+
+// streamBody is copyBody of a body of unknown length. A goroutine reads
+// src and hands each read over an unbuffered channel, so a read that is
+// ready is exactly one the reader is waiting to hand over: when none is,
+// src would block, and w is flushed before waiting for the next. Two
+// buffers are in use: one written to w, one being read.
+func streamBody(w http.ResponseWriter, src io.Reader) error {
+	rc := http.NewResponseController(w)
+	chunks := make(chan readChunk)
+	free := make(chan *[]byte, 1)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		bp := copyBufs.Get().(*[]byte)
+		for {
+			n, err := src.Read(*bp)
+			select {
+			case chunks <- readChunk{bp, n, err}:
+			case <-stop:
+				copyBufs.Put(bp)
+				return
+			}
+			if err != nil {
+				return // the writer puts bp back
+			}
+			select {
+			case bp = <-free:
+			default:
+				bp = copyBufs.Get().(*[]byte)
+			}
+		}
+	}()
+	for {
+		var c readChunk
+		select {
+		case c = <-chunks:
+		default:
+			if err := rc.Flush(); err != nil {
+				return err
+			}
+			c = <-chunks
+		}
+		var werr error
+		if c.n > 0 {
+			_, werr = w.Write((*c.buf)[:c.n])
+		}
+		if c.err != nil || werr != nil {
+			copyBufs.Put(c.buf)
+		} else {
+			select {
+			case free <- c.buf:
+			default:
+				copyBufs.Put(c.buf)
+			}
+		}
+		switch {
+		case werr != nil:
+			return werr
+		case c.err == io.EOF:
+			return nil
+		case c.err != nil:
+			return fmt.Errorf("%w: %w", errUpstreamBody, c.err)
 		}
 	}
 }

@@ -124,8 +124,10 @@ func fetchAll(t *testing.T, c *http.Client, req *http.Request) (*http.Response, 
 func TestTerminateHTTP1AndHTTP2(t *testing.T) {
 	for _, upH2 := range []bool{true, false} {
 		te := startTerm(t, baseRules, upH2, nil)
-		wantUp := map[bool]int{true: 2, false: 1}[upH2]
 		for _, h2 := range []bool{false, true} {
+			// The upstream leg keeps the client's protocol, when the
+			// upstream speaks it (upstreams).
+			wantUp := map[bool]int{true: 2, false: 1}[upH2 && h2]
 			c := te.client(te.caPool, h2)
 			req, _ := http.NewRequest("POST", "https://"+te.target+"/p", strings.NewReader("payload"))
 			req.Header.Set("Proxy-Authorization", "Basic c2VjcmV0")
@@ -170,6 +172,66 @@ func TestTerminateStreams(t *testing.T) {
 			t.Errorf("second chunk %q", l)
 		}
 		resp.Body.Close()
+	}
+}
+
+// pausingBody returns its reads, one per Read, then blocks until
+// resume is closed, then returns io.EOF.
+type pausingBody struct {
+	reads  [][]byte
+	resume chan struct{}
+}
+
+func (b *pausingBody) Read(p []byte) (int, error) {
+	if len(b.reads) == 0 {
+		<-b.resume
+		return 0, io.EOF
+	}
+	n := copy(p, b.reads[0])
+	b.reads = b.reads[1:]
+	return n, nil
+}
+
+// flushRecorder is an http.ResponseWriter that sends on flushed the
+// length of the body written at each Flush.
+type flushRecorder struct {
+	*httptest.ResponseRecorder
+	flushed chan int
+}
+
+func (f *flushRecorder) Flush() { f.flushed <- f.Body.Len() }
+
+// TestStreamBodyFlushesBeforeWaiting: what an upstream of unknown length
+// has sent is flushed before the proxy waits for more, also when it
+// filled the proxy's buffer (a full read is no sign more is coming), and
+// is not flushed read by read while more is ready.
+func TestStreamBodyFlushesBeforeWaiting(t *testing.T) {
+	for _, reads := range [][]int{{10}, {copyBufSize}, {copyBufSize, copyBufSize, 7}} {
+		body := &pausingBody{resume: make(chan struct{})}
+		want := 0
+		for _, n := range reads {
+			body.reads = append(body.reads, make([]byte, n))
+			want += n
+		}
+		w := &flushRecorder{ResponseRecorder: httptest.NewRecorder(), flushed: make(chan int, 1)}
+		done := make(chan error, 1)
+		go func() { done <- streamBody(w, body) }()
+		for got := -1; got != want; {
+			select {
+			case got = <-w.flushed:
+			case <-time.After(5 * time.Second):
+				t.Fatalf("reads %v: %d bytes flushed while the upstream waits, want %d", reads, got, want)
+			}
+		}
+		close(body.resume)
+		go func() {
+			for range w.flushed { // any flush after the end
+			}
+		}()
+		if err := <-done; err != nil {
+			t.Errorf("reads %v: %v", reads, err)
+		}
+		close(w.flushed)
 	}
 }
 
