@@ -28,10 +28,6 @@ type CA struct {
 	leaves  *leafCache
 }
 
-// errNotImplemented marks what the skeleton left unimplemented
-// (bundle.go's TrustBundle until it is written).
-var errNotImplemented = errors.New("mitm: not implemented")
-
 // Errors LoadCA wraps (with the file's path) so callers can tell the
 // cases apart with errors.Is; an unreadable file wraps the os error
 // instead (fs.ErrNotExist, fs.ErrPermission).
