@@ -268,6 +268,9 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 		if t := p.Network.TLS; t != nil && t.CAKeyPath != "" {
 			return nil, fmt.Errorf("network.tlsTerminate.caKeyPath: with filesystem.disabled the sandbox could read the CA's private key; use an ephemeral CA (no caCertPath/caKeyPath) or a filesystem policy: %w", ErrUnenforceable)
 		}
+		if err := p.mitmSocketRules(); err != nil {
+			return nil, err
+		}
 		return p, nil
 	}
 	r := resolver{cwd: env.Cwd, home: env.Home, untrusted: env.Untrusted, p: p}
@@ -285,6 +288,9 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 	// deny off the key by re-pointing a link on its path.
 	if t := p.Network.TLS; t != nil && t.CAKeyPath != "" {
 		p.DenyRead = append(p.DenyRead, makePath(t.CAKeyPath, OriginMandatory, "mandatory: network.tlsTerminate.caKeyPath"))
+	}
+	if sock := p.Network.MITMSocket; sock != "" {
+		p.DenyRead = append(p.DenyRead, makePath(sock, OriginMandatory, ruleMITMSocket))
 	}
 	p.AllowRead = r.entries("filesystem.allowRead", fs.AllowRead, false)
 	p.DenyWrite = r.entries("filesystem.denyWrite", fs.DenyWrite, true)
@@ -416,6 +422,9 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 		return nil, err
 	}
 	if err := p.checkedDenies(r.unlisted); err != nil {
+		return nil, err
+	}
+	if err := p.mitmSocketRules(); err != nil {
 		return nil, err
 	}
 	// A protected name that is a symbolic link inside a write root (a

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/srt-go/srt/netrule"
@@ -47,7 +48,13 @@ type Network struct {
 	// network.parentProxy, each key it leaves out taken from srt's own
 	// HTTP_PROXY / HTTPS_PROXY / NO_PROXY (either case, upper first), as
 	// the reference 0.0.83 does. Read once, when the policy is compiled.
+	// network.mitmProxy is its MITM route (Parent.WithMITM), which wins
+	// over the parents for its domains.
 	Parent *proxy.Parent
+	// MITMSocket is network.mitmProxy.socketPath, "" without one:
+	// Compile read-denies it inside the sandbox and refuses it inside a
+	// write root (mitmSocketRules).
+	MITMSocket string
 	// TLS is network.tlsTerminate compiled (tlsterminate.go), nil when
 	// srt's proxy does not terminate TLS.
 	TLS *TLS
@@ -105,6 +112,11 @@ func networkOf(s *settings.Settings, home string) (Network, error) {
 	if err != nil {
 		return Network{}, err
 	}
+	mitm, err := mitmOf(n.MITMProxy)
+	if err != nil {
+		return Network{}, err
+	}
+	parent = parent.WithMITM(mitm)
 	tls, err := tlsOf(n, home)
 	if err != nil {
 		return Network{}, err
@@ -115,7 +127,8 @@ func networkOf(s *settings.Settings, home string) (Network, error) {
 	}
 	return Network{Rules: rules, HTTPProxyPort: n.HTTPProxyPort, SOCKSProxyPort: n.SOCKSProxyPort,
 		AllowUnixSockets: n.AllowUnixSockets, AllowAllUnixSockets: n.AllowAllUnixSockets,
-		AllowLocalBinding: n.AllowLocalBinding, AllowMachLookup: n.AllowMachLookup, Parent: parent, TLS: tls, Filter: filter}, nil
+		AllowLocalBinding: n.AllowLocalBinding, AllowMachLookup: n.AllowMachLookup, Parent: parent, TLS: tls, Filter: filter,
+		MITMSocket: mitmSocket(n.MITMProxy)}, nil
 }
 
 // parentProxy compiles network.parentProxy, each of its keys absent
@@ -177,6 +190,73 @@ func parentProxy(pp *settings.ParentProxy, getenv func(string) string) (*proxy.P
 // parentResolveTimeout bounds the parent proxy's name lookup when the
 // policy is compiled.
 const parentResolveTimeout = 3 * time.Second
+
+// mitmOf compiles network.mitmProxy (nil: none) into the proxies' MITM
+// route. Its domains use the allowedDomains grammar and matcher
+// (netrule.ParsePattern, Pattern.Match), as excludeDomains does.
+func mitmOf(m *settings.MITMProxy) (*proxy.MITMProxy, error) {
+	if m == nil {
+		return nil, nil
+	}
+	pats := make([]netrule.Pattern, len(m.Domains))
+	for i, e := range m.Domains {
+		p, err := netrule.ParsePattern(e, false)
+		if err != nil {
+			return nil, fmt.Errorf("network.mitmProxy.domains[%d]: %w", i, err)
+		}
+		pats[i] = p
+	}
+	match := func(host string, port int) bool {
+		canon, ip, err := netrule.CanonicalHost(host)
+		if err != nil {
+			return false
+		}
+		for _, p := range pats {
+			if p.Match(canon, ip, port) {
+				return true
+			}
+		}
+		return false
+	}
+	return &proxy.MITMProxy{SocketPath: m.SocketPath, Match: match}, nil
+}
+
+func mitmSocket(m *settings.MITMProxy) string {
+	if m == nil {
+		return ""
+	}
+	return m.SocketPath
+}
+
+// ruleMITMSocket is the Rule of the read-deny of the MITM proxy's socket.
+const ruleMITMSocket = "mandatory: network.mitmProxy.socketPath"
+
+// mitmSocketRules checks network.mitmProxy's socket against p, whose
+// write roots are final. Compile has read-denied the socket (the sandbox
+// connecting to it itself would be srt's trusted client, past its rules;
+// socket(AF_UNIX) is refused by seccomp as well, and allowAllUnixSockets
+// was refused beside mitmProxy by settings), and its directory must lie
+// outside every write root, as spelled and resolved, else the sandbox,
+// which runs as srt's user, could put a link or another of that user's
+// sockets at the path between runs (ErrUnenforceable). With
+// filesystem.disabled everything srt's user owns is writable, so the
+// combination is refused.
+func (p *Policy) mitmSocketRules() error {
+	sock := p.Network.MITMSocket
+	if sock == "" {
+		return nil
+	}
+	if p.FilesystemDisabled {
+		return fmt.Errorf("network.mitmProxy: with filesystem.disabled the sandbox could replace the MITM proxy's socket %s: %w", sock, ErrUnenforceable)
+	}
+	dir := filepath.Dir(sock)
+	for _, d := range []string{dir, Resolve(dir)} {
+		if i := longestPrefix(p.AllowWrite, d); i >= 0 {
+			return fmt.Errorf("network.mitmProxy.socketPath: %s lies in a write root; the sandbox could replace the socket between runs; move the socket elsewhere: %w", sock, ErrUnenforceable)
+		}
+	}
+	return nil
+}
 
 // ProcessOf is the process half of s (nil: the defaults).
 func ProcessOf(s *settings.Settings) Process {

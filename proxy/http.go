@@ -202,7 +202,7 @@ func (s *Server) handleConnect(ctx context.Context, c net.Conn, br *bufio.Reader
 		s.violation("connect", d, port)
 		return
 	}
-	if s.term != nil && !s.term.excluded(d.Host, port) {
+	if s.term != nil && !s.term.excluded(d.Host, port) && !s.mitmOpaque(d.Host, port) {
 		s.terminate(ctx, c, br, bw, pol, d, port) // terminate.go
 		return
 	}
@@ -349,7 +349,7 @@ func (s *Server) handlePlain(ctx context.Context, bw *bufio.Writer, req *http.Re
 	if parent != nil && resp.StatusCode == http.StatusProxyAuthRequired {
 		// The parent's, never the origin's (which says 401): passed on,
 		// it would read as srt's proxy asking the client for credentials.
-		pe := &ParentError{Parent: redact(parent), Target: net.JoinHostPort(d.Host, strconv.Itoa(port)), Status: sanitize(resp.Status, 200), Code: resp.StatusCode}
+		pe := &ParentError{Parent: s.cfg.Parent.label(parent), Target: net.JoinHostPort(d.Host, strconv.Itoa(port)), Status: sanitize(resp.Status, 200), Code: resp.StatusCode}
 		s.logParentRefusal(ctx, pe)
 		writeParentRefusal(bw, pe)
 		return false

@@ -35,6 +35,10 @@ import (
 // host suffixes ("corp", ".corp" and "*.corp" all match corp and its
 // subdomains), IP literals, CIDR ranges, an optional ":port", "*" for
 // every host.
+//
+// A Parent may also carry a MITM route (WithMITM, mitm.go): the
+// destinations its Match accepts go to an HTTP proxy on a unix socket
+// instead, whatever the parents and NoProxy say.
 type Parent struct {
 	// TLS configures the TLS connection to an https:// parent. Nil means
 	// the system roots, the parent's host name as the server name. Tests
@@ -42,7 +46,8 @@ type Parent struct {
 	TLS *tls.Config
 
 	http, https *url.URL
-	match       func(*url.URL) (*url.URL, error)
+	match       func(*url.URL) (*url.URL, error) // nil without http and https
+	mitm        *MITMProxy                       // nil without a MITM route
 
 	mu    sync.Mutex              // guards known
 	known map[netip.AddrPort]bool // the parents' addresses seen so far
@@ -171,6 +176,9 @@ func (p *Parent) String() string {
 		return "none"
 	}
 	var parts []string
+	if p.mitm != nil {
+		parts = append(parts, "mitm=unix:"+p.mitm.SocketPath)
+	}
 	if p.http != nil {
 		parts = append(parts, "http="+redact(p.http))
 	}
@@ -181,13 +189,14 @@ func (p *Parent) String() string {
 }
 
 // forTunnel returns the parent a CONNECT or SOCKS5 connection to
-// host:port goes through, or nil to dial directly.
+// host:port goes through (mitmURL for the MITM route), or nil to dial
+// directly.
 func (p *Parent) forTunnel(host string, port int) *url.URL {
 	return p.lookup("https", host, port)
 }
 
 // forHTTP returns the parent a plain-HTTP request to host:port goes
-// through, or nil.
+// through (mitmURL for the MITM route), or nil.
 func (p *Parent) forHTTP(host string, port int) *url.URL {
 	return p.lookup("http", host, port)
 }
@@ -196,9 +205,15 @@ func (p *Parent) forHTTP(host string, port int) *url.URL {
 // mean this host's loopback, and through a parent they would be the
 // parent's. They are dialled directly, under the direct path's rules and
 // resolved-address guard, as without a parent (httpproxy already does so
-// for localhost and loopback literals).
+// for localhost and loopback literals). The MITM route is asked first.
 func (p *Parent) lookup(scheme, host string, port int) *url.URL {
 	if p == nil || isLocalhostName(host) {
+		return nil
+	}
+	if p.mitm != nil && p.mitm.Match(host, port) {
+		return mitmURL
+	}
+	if p.match == nil {
 		return nil
 	}
 	u, err := p.match(&url.URL{Scheme: scheme, Host: net.JoinHostPort(host, strconv.Itoa(port))})
@@ -211,7 +226,8 @@ func (p *Parent) lookup(scheme, host string, port int) *url.URL {
 // ParentError is a parent proxy's refusal of a CONNECT: any answer but
 // 2xx. Its text names the parent without credentials.
 type ParentError struct {
-	// Parent is the parent's URL, credentials removed.
+	// Parent names the parent: "parent proxy " and its URL, credentials
+	// removed, or "MITM proxy unix:" and the socket path.
 	Parent string
 	// Target is the host:port asked for.
 	Target string
@@ -223,7 +239,7 @@ type ParentError struct {
 }
 
 func (e *ParentError) Error() string {
-	return "parent proxy " + e.Parent + " refused CONNECT " + e.Target + ": " + e.Status
+	return e.Parent + " refused CONNECT " + e.Target + ": " + e.Status
 }
 
 // parentAddr is the host:port of parent u, the scheme's default port when
@@ -248,8 +264,12 @@ func parentAddr(u *url.URL) (string, int) {
 // writable by the sandbox), and a parent on loopback or a private address
 // is the usual setup. Config.Forbidden still is. The name is resolved
 // here, once, so the Dialer only ever sees numeric addresses; every
-// address dialled is added to those Parent.Forbidden refuses.
+// address dialled is added to those Parent.Forbidden refuses. The MITM
+// route's placeholder is not dialled: its socket is (dialMITM).
 func (s *Server) dialParentHop(ctx context.Context, u *url.URL, withTLS bool) (net.Conn, error) {
+	if s.cfg.Parent.isMITM(u) {
+		return s.dialMITM(ctx)
+	}
 	host, port := parentAddr(u)
 	var addrs []netip.Addr
 	if ip, err := netip.ParseAddr(host); err == nil {
@@ -354,6 +374,7 @@ func (s *Server) connectVia(ctx context.Context, u *url.URL, host string, port i
 	if host == "" || strings.ContainsAny(host, " \t\r\n/@") {
 		return nil, fmt.Errorf("parent proxy: refusing to CONNECT to %q", host)
 	}
+	label := s.cfg.Parent.label(u)
 	target := net.JoinHostPort(host, strconv.Itoa(port))
 	c, err := s.dialParentHop(ctx, u, true)
 	if err != nil {
@@ -371,26 +392,26 @@ func (s *Server) connectVia(ctx context.Context, u *url.URL, host string, port i
 	req += "\r\n"
 	if _, err := c.Write([]byte(req)); err != nil {
 		c.Close()
-		return nil, fmt.Errorf("parent proxy %s: %w", redact(u), err)
+		return nil, fmt.Errorf("%s: %w", label, err)
 	}
 	br := bufio.NewReader(c)
 	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
 	if err != nil {
 		c.Close()
-		return nil, fmt.Errorf("parent proxy %s: reading its answer to CONNECT %s: %w", redact(u), target, err)
+		return nil, fmt.Errorf("%s: reading its answer to CONNECT %s: %w", label, target, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		resp.Body.Close()
 		c.Close()
-		return nil, &ParentError{Parent: redact(u), Target: target, Status: sanitize(resp.Status, 200), Code: resp.StatusCode}
+		return nil, &ParentError{Parent: label, Target: target, Status: sanitize(resp.Status, 200), Code: resp.StatusCode}
 	}
 	if !stop() {
 		c.Close()
-		return nil, fmt.Errorf("parent proxy %s: %w", redact(u), ctx.Err())
+		return nil, fmt.Errorf("%s: %w", label, ctx.Err())
 	}
 	c.SetDeadline(time.Time{})
 	s.log.LogAttrs(ctx, slog.LevelDebug, "upstream connected through parent proxy",
-		slog.String("host", target), slog.String("parent", redact(u)))
+		slog.String("host", target), slog.String("parent", label))
 	if br.Buffered() > 0 {
 		return &bufferedConn{Conn: c, r: br}, nil
 	}
@@ -467,8 +488,13 @@ func (s *Server) parentTransport() *http.Transport {
 }
 
 // parentDial is the viaParent Transport's DialContext: it dials the HTTP
-// parent, and nothing else.
+// parent or the MITM route's socket, and nothing else.
 func (s *Server) parentDial(ctx context.Context, network, addr string) (net.Conn, error) {
+	if s.cfg.Parent.mitm != nil && addr == mitmURL.Host {
+		ctx, cancel := context.WithTimeout(ctx, s.cfg.DialTimeout)
+		defer cancel()
+		return s.dialMITM(ctx)
+	}
 	u := s.cfg.Parent.http
 	if u == nil {
 		return nil, errors.New("parent proxy: no http parent")

@@ -241,7 +241,9 @@ func (c *checker) network(n *node, path string, nw *Network) error {
 			nw.AmbiguousRequestTarget, err = c.oneOf(m.val, p, ambiguousTargetValues)
 		case "stripResponseHeaders":
 			nw.StripResponseHeaders, err = c.headerNames(m.val, p)
-		case "mitmProxy", "filterRequest", "allowPlaintextHeaderSet":
+		case "mitmProxy":
+			nw.MITMProxy, err = c.mitmProxy(m.val, p)
+		case "filterRequest", "allowPlaintextHeaderSet":
 			err = c.unsupported(m, path)
 		default:
 			err = c.unknown(m, path, networkKeys)
@@ -255,6 +257,9 @@ func (c *checker) network(n *node, path string, nw *Network) error {
 		if err != nil {
 			return err
 		}
+	}
+	if err := c.mitmUnixSockets(n, path, nw); err != nil {
+		return err
 	}
 	return c.checkFilterPorts(n, path, nw)
 }

@@ -92,6 +92,10 @@ type Network struct {
 	// null. Each of its keys left out takes srt's own HTTP_PROXY /
 	// HTTPS_PROXY / NO_PROXY instead (policy.NetworkOf).
 	ParentProxy *ParentProxy `json:"parentProxy,omitempty"`
+	// MITMProxy sends the connections to its domains through an HTTP
+	// proxy on a unix socket (network.mitmProxy), nil when the key is
+	// absent or null. It wins over ParentProxy for those domains.
+	MITMProxy *MITMProxy `json:"mitmProxy,omitempty"`
 	// TLSTerminate turns on TLS termination in the HTTP proxy's CONNECT
 	// tunnels (network.tlsTerminate), nil when the key is absent or null.
 	TLSTerminate *TLSTerminate `json:"tlsTerminate,omitempty"`

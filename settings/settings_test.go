@@ -117,7 +117,7 @@ var errCases = []errCase{
 const unsupportedMsg = "not supported by srt-go; remove it (srt-go refuses to run rather than ignore a security setting)"
 
 func init() {
-	for _, k := range []string{"mitmProxy", "filterRequest", "allowPlaintextHeaderSet"} {
+	for _, k := range []string{"filterRequest", "allowPlaintextHeaderSet"} {
 		errCases = append(errCases, errCase{"unsupported-" + k, "{\"network\": {\n  \"" + k + "\": true}}", "network." + k, 2, 3, unsupportedMsg})
 	}
 }
