@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"syscall"
 )
 
 // MITMProxy is network.mitmProxy for the proxies (reference 0.0.83
@@ -166,15 +165,6 @@ func checkSocketPath(path string) error {
 		return &PeerError{Socket: path, Reason: fmt.Sprintf("the socket file belongs to uid %d, neither srt's (%d) nor root", uid, os.Getuid())}
 	}
 	return nil
-}
-
-// fileUID is the owner of fi.
-func fileUID(fi os.FileInfo) (uint32, bool) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return 0, false
-	}
-	return st.Uid, true
 }
 
 // mitmOpaque reports whether an allowed CONNECT to host:port that
