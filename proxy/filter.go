@@ -140,11 +140,16 @@ func (r *requestRefusal) write(bw *bufio.Writer) {
 
 // ServeHTTP answers the refusal through an http.ResponseWriter (the
 // terminated path).
-func (r *requestRefusal) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+func (r *requestRefusal) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	h := w.Header()
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	h.Set("X-Proxy-Error", r.xerr)
-	h.Set("Connection", "close")
+	if req.ProtoMajor == 1 {
+		// HTTP/2 has no Connection header: Go's server reads one as a
+		// GOAWAY, which cuts the answer to a request whose body is
+		// still coming (the client sees a partial transfer).
+		h.Set("Connection", "close")
+	}
 	w.WriteHeader(r.status)
 	w.Write([]byte(r.text() + "\n"))
 }

@@ -59,11 +59,18 @@ func TestTerminateFiltered(t *testing.T) {
 			{"GET", "/api/../admin", 400}, // ambiguous
 			{"TRACE", "/api/x", 405},
 		} {
-			req, _ := http.NewRequest(tc.method, base+"/", nil)
+			var body io.Reader
+			if tc.method == "POST" {
+				// A body still unread when the refusal is written (curl
+				// over HTTP/2 is the client that shows a cut answer: see
+				// e2e TestTLSTerminate).
+				body = strings.NewReader(strings.Repeat("b", 256<<10))
+			}
+			req, _ := http.NewRequest(tc.method, base+"/", body)
 			req.URL.Opaque = tc.path // sent as spelled
-			resp, body := fetchAll(t, c, req)
-			if resp.StatusCode != tc.status {
-				t.Errorf("h2=%v %s %s: %d %q, want %d", h2, tc.method, tc.path, resp.StatusCode, body, tc.status)
+			resp, got := fetchAll(t, c, req)
+			if resp.StatusCode != tc.status || !strings.Contains(got, tc.path) && tc.status != 405 {
+				t.Errorf("h2=%v %s %s: %d %q, want %d and the refusal's text", h2, tc.method, tc.path, resp.StatusCode, got, tc.status)
 			}
 			n++
 		}
