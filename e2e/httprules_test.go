@@ -56,7 +56,7 @@ func TestHTTPRules(t *testing.T) {
 			}
 			for _, w := range []string{
 				"deny network-outbound 127.0.0.1:" + hp + " (POST /api/x: the method and path match no rule for 127.0.0.1 (network.httpRules[0]))",
-				"deny network-outbound 127.0.0.1:" + tp + " (requests to 127.0.0.1 are filtered (network.httpRules) and this tunnel cannot be inspected; enable network.tlsTerminate)",
+				"deny network-outbound 127.0.0.1:" + tp + " (requests to 127.0.0.1 are filtered (network.httpRules) and this tunnel cannot be inspected: enable network.tlsTerminate)",
 			} {
 				if !strings.Contains(stderr, w) {
 					t.Errorf("stderr lacks the violation %q; %s", w, report)

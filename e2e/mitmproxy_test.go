@@ -59,11 +59,17 @@ func startMITMFixture(t *testing.T, dir string) *mitmFixture {
 			defer up.Close()
 			w.WriteHeader(200)
 			w.(http.Flusher).Flush()
-			c, _, err := http.NewResponseController(w).Hijack()
+			c, brw, err := http.NewResponseController(w).Hijack()
 			if err != nil {
 				return
 			}
 			defer c.Close()
+			// The server may have read the client's first bytes before
+			// the hijack.
+			if n := brw.Reader.Buffered(); n > 0 {
+				b, _ := brw.Reader.Peek(n)
+				up.Write(b)
+			}
 			go func() { io.Copy(up, c); up.(*net.TCPConn).CloseWrite() }()
 			io.Copy(c, up)
 			return

@@ -115,10 +115,21 @@ func MergeJavaToolOptions(inherited string, httpPort int) string {
 //   - PIP_CERT: pip's --cert.
 //   - NIX_SSL_CERT_FILE: Nix.
 //   - HEX_CACERTS_PATH: Elixir's Hex.
+//   - HTTPLIB2_CA_CERTS: Python httplib2 (Google's older API clients).
+//   - GRPC_DEFAULT_SSL_ROOTS_FILE_PATH: gRPC C-core (Python, Ruby, PHP
+//     gRPC).
+//   - CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE: the gcloud CLI.
+//   - BUNDLE_SSL_CA_CERT: Ruby's Bundler.
+//   - NPM_CONFIG_CAFILE: npm's cafile (which replaces Node's roots for
+//     npm's own requests).
+//
+// A variable of the same name in the inherited environment is replaced,
+// so that no client keeps trusting only the host's bundle.
 func TrustEnv(bundlePath string) []string {
 	names := []string{"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO",
 		"REQUESTS_CA_BUNDLE", "CARGO_HTTP_CAINFO", "AWS_CA_BUNDLE", "DENO_CERT", "PIP_CERT",
-		"NIX_SSL_CERT_FILE", "HEX_CACERTS_PATH"}
+		"NIX_SSL_CERT_FILE", "HEX_CACERTS_PATH", "HTTPLIB2_CA_CERTS", "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH",
+		"CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE", "BUNDLE_SSL_CA_CERT", "NPM_CONFIG_CAFILE"}
 	env := make([]string, len(names))
 	for i, n := range names {
 		env[i] = n + "=" + bundlePath

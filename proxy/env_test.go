@@ -109,7 +109,8 @@ func TestGitCloneHTTP(t *testing.T) {
 
 func TestTrustEnv(t *testing.T) {
 	env := TrustEnv("/b.pem")
-	for _, k := range []string{"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "REQUESTS_CA_BUNDLE", "CARGO_HTTP_CAINFO", "AWS_CA_BUNDLE", "DENO_CERT"} {
+	for _, k := range []string{"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "REQUESTS_CA_BUNDLE", "CARGO_HTTP_CAINFO", "AWS_CA_BUNDLE", "DENO_CERT",
+		"HTTPLIB2_CA_CERTS", "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH", "CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE", "BUNDLE_SSL_CA_CERT", "NPM_CONFIG_CAFILE"} {
 		if !slices.Contains(env, k+"=/b.pem") {
 			t.Errorf("TrustEnv lacks %s", k)
 		}

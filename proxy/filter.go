@@ -175,12 +175,27 @@ func (s *Server) mustInspect(host string, port int) bool {
 func (s *Server) MustInspect(host string, port int) bool { return s.mustInspect(host, port) }
 
 // OpaqueRefusal is the reason given for a tunnel to host (canonical)
-// and port refused by mustInspect.
+// and port refused by mustInspect, for a tunnel that is never inspected
+// (the Linux sandbox's relayed loopback ports).
 func (s *Server) OpaqueRefusal(host string, port int) string {
-	if s.cfg.HTTPRules.Names(host, port) || !s.cfg.RefuseOpaqueTunnels {
-		return "requests to " + host + " are filtered (network.httpRules) and this tunnel cannot be inspected; enable network.tlsTerminate"
+	return s.opaqueRefusal(host, port, "a relayed loopback port is never inspected")
+}
+
+// opaqueRefusal is OpaqueRefusal for one route, why saying why this
+// tunnel cannot be seen into: "" for an HTTP CONNECT that will not be
+// terminated, whose reason then says why (no tlsTerminate, or the host
+// in its excludeDomains).
+func (s *Server) opaqueRefusal(host string, port int, why string) string {
+	if why == "" {
+		why = "enable network.tlsTerminate"
+		if t := s.cfg.Terminate; t != nil && t.Exclude != nil && t.Exclude(host, port) {
+			why = "it is in network.tlsTerminate.excludeDomains"
+		}
 	}
-	return "network.refuseOpaqueTunnels: a tunnel to " + host + " cannot be inspected; enable network.tlsTerminate"
+	if s.cfg.HTTPRules.Names(host, port) || !s.cfg.RefuseOpaqueTunnels {
+		return "requests to " + host + " are filtered (network.httpRules) and this tunnel cannot be inspected: " + why
+	}
+	return "network.refuseOpaqueTunnels: a tunnel to " + host + " cannot be inspected: " + why
 }
 
 // willTerminate reports whether a CONNECT to host:port is to be

@@ -298,7 +298,14 @@ func TestOpaqueTunnelsRefused(t *testing.T) {
 				}
 				n += 2
 				vs := e.vio.wait(t, n)
-				if v := vs[n-1]; v.Rule != opaqueRule || !strings.Contains(v.Reason, "enable network.tlsTerminate") {
+				if v := vs[n-1]; v.Rule != opaqueRule || !strings.Contains(v.Reason, "SOCKS5 tunnels are never TLS-terminated") {
+					t.Errorf("violation %+v", v)
+				}
+				want := "enable network.tlsTerminate"
+				if tc.name == "httpRules-excluded" {
+					want = "it is in network.tlsTerminate.excludeDomains"
+				}
+				if v := vs[n-2]; v.Rule != opaqueRule || !strings.Contains(v.Reason, want) {
 					t.Errorf("violation %+v", v)
 				}
 			}

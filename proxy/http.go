@@ -195,7 +195,7 @@ func (s *Server) handleConnect(ctx context.Context, c net.Conn, br *bufio.Reader
 		}
 	}
 	if d.Allowed && s.mustInspect(d.Host, port) && !s.willTerminate(d.Host, port) {
-		d = netrule.Decision{Host: d.Host, Reason: s.OpaqueRefusal(d.Host, port), Rule: opaqueRule}
+		d = netrule.Decision{Host: d.Host, Reason: s.opaqueRefusal(d.Host, port, ""), Rule: opaqueRule}
 	}
 	if !d.Allowed {
 		writeConnectRefusal(bw, d.Reason, d.Reason+"\n", errHdrPolicy)

@@ -50,10 +50,16 @@ func startMITM(t testing.TB) *mitmFixture {
 			}
 			w.WriteHeader(200)
 			w.(http.Flusher).Flush()
-			c, _, err := http.NewResponseController(w).Hijack()
+			c, brw, err := http.NewResponseController(w).Hijack()
 			if err != nil {
 				up.Close()
 				return
+			}
+			// The server may have read the client's first bytes (its
+			// ClientHello, sent right after the 200) before the hijack.
+			if n := brw.Reader.Buffered(); n > 0 {
+				b, _ := brw.Reader.Peek(n)
+				up.Write(b)
 			}
 			halfclose.Pipe(c, up)
 			return

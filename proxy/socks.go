@@ -84,7 +84,7 @@ func (s *Server) serveSOCKSConn(ctx context.Context, c net.Conn) {
 	pol := s.policy.Load()
 	d := pol.Decide(t.host, t.port)
 	if d.Allowed && s.mustInspect(d.Host, t.port) {
-		d = netrule.Decision{Host: d.Host, Reason: s.OpaqueRefusal(d.Host, t.port), Rule: opaqueRule}
+		d = netrule.Decision{Host: d.Host, Reason: s.opaqueRefusal(d.Host, t.port, "SOCKS5 tunnels are never TLS-terminated; use the HTTP proxy with network.tlsTerminate"), Rule: opaqueRule}
 	}
 	if !d.Allowed {
 		s.socksRefuse(c, br, d, t.port)

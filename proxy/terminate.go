@@ -243,7 +243,7 @@ func (s *Server) terminate(ctx context.Context, c net.Conn, br *bufio.Reader, bw
 			// Filtered requests, or refuseOpaqueTunnels: a tunnel that
 			// carries no TLS cannot be seen into. Its 200 is sent, so it
 			// can only be closed.
-			s.violation("connect", netrule.Decision{Host: d.Host, Reason: s.OpaqueRefusal(d.Host, port), Rule: opaqueRule}, port)
+			s.violation("connect", netrule.Decision{Host: d.Host, Reason: s.opaqueRefusal(d.Host, port, "it does not carry TLS"), Rule: opaqueRule}, port)
 			return
 		}
 		s.opaqueAfter200(ctx, c, br, pol, d, port)

@@ -170,6 +170,9 @@ func run(args []string, stdin *os.File, stdout, stderr *os.File) int {
 	lg := slog.New(slog.DiscardHandler)
 	if o.debug {
 		lg = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		// Packages that log without a logger of their own (mitm's
+		// trust bundle: an extraCaCertPaths file skipped) say so too.
+		slog.SetDefault(lg)
 	}
 	s, err := loadSettings(o.settingsPath)
 	if err != nil {
