@@ -223,7 +223,13 @@ func TestMITMProxy(t *testing.T) {
 				os.MkdirAll(filepath.Join(dir, "w"), 0o755)
 				stdout, stderr, code := runSrt(t, u, u.workDir(t), s, "echo", "ran")
 				lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
-				if code != 125 || stdout != "" || len(lines) != 1 || !strings.HasPrefix(lines[0], "srt: ") || !strings.Contains(stderr, tc.want) {
+				// Every case names the key's position, the write root's too,
+				// which is found when the policy compiles.
+				at := settingsName + ":1:"
+				if tc.name == "write-root" {
+					at += strconv.Itoa(strings.Index(s, `"socketPath":`)+len(`"socketPath":`)+1) + ": network.mitmProxy.socketPath: "
+				}
+				if code != 125 || stdout != "" || len(lines) != 1 || !strings.HasPrefix(lines[0], "srt: ") || !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, at) {
 					t.Errorf("%s: exit %d, stdout %q, stderr %q; want 125 and one srt: line with %q", tc.name, code, stdout, stderr, tc.want)
 				}
 			}

@@ -233,15 +233,19 @@ func TestParentProxy(t *testing.T) {
 				{"scheme", `{"https":"socks5://u:secret@127.0.0.1:1080"}`, nil, `network.parentProxy.https: invalid proxy URL: scheme "socks5" is not supported`},
 				{"unparseable", `{"http":"http://u:secret@[::1"}`, nil, "network.parentProxy.http: invalid proxy URL: does not parse as a URL"},
 				{"noProxy", `{"noProxy":3}`, nil, "network.parentProxy.noProxy: expected a string or an array of strings"},
-				{"env", "", []string{"HTTPS_PROXY=ftp://u:secret@proxy"}, `HTTPS_PROXY: invalid proxy URL: scheme "ftp" is not supported`},
+				{"path", `{"https":"http://127.0.0.30:3129/path"}`, nil, `network.parentProxy.https: invalid proxy URL "http://127.0.0.30:3129/path": a proxy URL has no path`},
+				{"path-credentials", `{"http":"http://u:secret@127.0.0.30:3129/x"}`, nil, `network.parentProxy.http: invalid proxy URL "http://***@127.0.0.30:3129/x": a proxy URL has no path`},
+				// srt's own environment is not the settings file's fault.
+				{"env", "", []string{"HTTPS_PROXY=ftp://u:secret@proxy"}, `srt: HTTPS_PROXY (srt's environment): invalid proxy URL: scheme "ftp" is not supported`},
+				{"env-path", "", []string{"http_proxy=http://u:secret@127.0.0.30:3129/path"}, `srt: http_proxy (srt's environment): invalid proxy URL "http://***@127.0.0.30:3129/path": a proxy URL has no path`},
 			} {
 				d := u.workDir(t)
 				stdout, stderr, code := srtRun{u: u, dir: d, settings: settingsWith(tc.pp), env: tc.env, args: []string{"echo", "ran"}}.run(t)
 				lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
 				if code != 125 || stdout != "" || len(lines) != 1 || !strings.HasPrefix(lines[0], "srt: ") ||
 					!strings.Contains(stderr, tc.want) || strings.Contains(stderr, "secret") ||
-					(tc.pp != "" && !strings.Contains(stderr, settingsName+":1:")) {
-					t.Errorf("%s: exit %d, stdout %q, stderr %q; want 125 and one srt: line with %q, no password", tc.name, code, stdout, stderr, tc.want)
+					(tc.pp != "" && !strings.Contains(stderr, settingsName+":1:")) || (tc.pp == "" && strings.Contains(stderr, settingsName)) {
+					t.Errorf("%s: exit %d, stdout %q, stderr %q; want 125 and one srt: line with %q, no password, the file named only when at fault", tc.name, code, stdout, stderr, tc.want)
 				}
 			}
 		})

@@ -354,21 +354,32 @@ func TestTLSTerminate(t *testing.T) {
 			for n, b := range files {
 				u.write(t, filepath.Join(d, n), string(b))
 			}
-			for _, tc := range []struct{ name, tlsTerminate, want string }{
-				{"unreadable-cert", `{"caCertPath":"` + d + `/missing.pem","caKeyPath":"` + d + `/ca.key"}`, "network.tlsTerminate.caCertPath: "},
-				{"unreadable-key", `{"caCertPath":"` + d + `/ca.pem","caKeyPath":"` + d + `/missing.key"}`, "network.tlsTerminate.caKeyPath: "},
-				{"mismatched-key", `{"caCertPath":"` + d + `/ca.pem","caKeyPath":"` + d + `/other.key"}`, "network.tlsTerminate: "},
-				{"malformed-pem", `{"caCertPath":"` + d + `/garbage.pem","caKeyPath":"` + d + `/ca.key"}`, "network.tlsTerminate: "},
-				{"cert-without-key", `{"caCertPath":"` + d + `/ca.pem"}`, settingsName + ":1:"},
-				{"not-an-object", `true`, settingsName + ":1:"},
+			// Errors found when the policy compiles point at the key's value,
+			// like the parser's: caCertPath's value is at 4:19, caKeyPath's
+			// at 5:18 of this file.
+			pair := func(cert, key string) string {
+				return "{\"filesystem\":{\"allowWrite\":[\".\"]},\n \"network\":{\"allowedDomains\":[\"" + tlsTermIP + "\"],\n  \"tlsTerminate\":{\n" +
+					"    \"caCertPath\": \"" + d + "/" + cert + "\",\n    \"caKeyPath\": \"" + d + "/" + key + "\"}}}\n"
+			}
+			file := filepath.Join(d, settingsName)
+			certAt, keyAt := file+":4:19: network.tlsTerminate.caCertPath: ", file+":5:18: network.tlsTerminate.caKeyPath: "
+			for _, tc := range []struct{ name, settings, want string }{
+				{"unreadable-cert", pair("missing.pem", "ca.key"), certAt + "open " + d + "/missing.pem: no such file or directory"},
+				{"unreadable-key", pair("ca.pem", "missing.key"), keyAt + "open " + d + "/missing.key: no such file or directory"},
+				{"mismatched-key", pair("ca.pem", "other.key"), keyAt + d + "/other.key: the private key does not match the CA certificate " + d + "/ca.pem"},
+				{"malformed-cert", pair("garbage.pem", "ca.key"), certAt + d + "/garbage.pem: no PEM block found (want a CERTIFICATE block)"},
+				{"malformed-key", pair("ca.pem", "garbage.pem"), keyAt + d + "/garbage.pem: no PEM block found"},
+				{"key-as-cert", pair("ca.key", "ca.key"), certAt + d + "/ca.key: no PEM block found"},
+				{"cert-without-key", settingsWith(`{"caCertPath":"` + d + `/ca.pem"}`), file + ":1:"},
+				{"not-an-object", settingsWith(`true`), file + ":1:"},
 			} {
 				os.Remove(filepath.Join(d, "ran"))
-				stdout, stderr, code := srtRun{u: u, dir: d, settings: settingsWith(tc.tlsTerminate), args: []string{"sh", "-c", "touch ran; echo ran"}}.run(t)
+				stdout, stderr, code := srtRun{u: u, dir: d, settings: tc.settings, args: []string{"sh", "-c", "touch ran; echo ran"}}.run(t)
 				lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
 				_, ranErr := os.Stat(filepath.Join(d, "ran"))
-				if code != 125 || stdout != "" || len(lines) != 1 || !strings.HasPrefix(lines[0], "srt: ") ||
-					!strings.Contains(stderr, settingsName) || !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, "tlsTerminate") || ranErr == nil {
-					t.Errorf("%s: exit %d, stdout %q, stderr %q, marker %v; want 125, one srt: line naming the file and %q, nothing run", tc.name, code, stdout, stderr, ranErr, tc.want)
+				if code != 125 || stdout != "" || len(lines) != 1 || !strings.HasPrefix(lines[0], "srt: "+tc.want) ||
+					!strings.Contains(stderr, "tlsTerminate") || strings.Contains(stderr, "mitm:") || ranErr == nil {
+					t.Errorf("%s: exit %d, stdout %q, stderr %q, marker %v; want 125, one line starting %q, nothing run", tc.name, code, stdout, stderr, ranErr, "srt: "+tc.want)
 				}
 			}
 		})

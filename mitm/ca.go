@@ -13,6 +13,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/big"
 	"os"
 	"time"
@@ -48,12 +49,41 @@ var (
 	ErrExpired = errors.New("CA certificate is not valid now")
 )
 
+// FileError is every error of LoadCA: what is wrong with one of its two
+// files. Its text is "PATH: what is wrong" ("open PATH: ..." when the
+// file cannot be read), without a package prefix, so that a caller can
+// put it after the settings key that named the file.
+type FileError struct {
+	// Path is the file at fault, as LoadCA was given it.
+	Path string
+	// Key is true when Path is the private key (keyPath; a key that does
+	// not match the certificate is the key's fault), false for the
+	// certificate (certPath).
+	Key bool
+	// Err is ErrNoPEM, ErrBadPEM, ErrNotCA, ErrKeyMismatch or ErrExpired,
+	// wrapped with the details, or the os error (an *fs.PathError) of a
+	// file that cannot be read.
+	Err error
+}
+
+// Error is "PATH: MSG", or the os error's own text, which names the path.
+func (e *FileError) Error() string {
+	if pe := (*fs.PathError)(nil); errors.As(e.Err, &pe) && pe.Path == e.Path {
+		return e.Err.Error()
+	}
+	return e.Path + ": " + e.Err.Error()
+}
+
+// Unwrap returns Err.
+func (e *FileError) Unwrap() error { return e.Err }
+
 // LoadCA reads a PEM CA certificate from certPath and its PEM private
-// key (PKCS#8, PKCS#1 or SEC 1 EC) from keyPath. Errors name the file:
-// unreadable, no PEM block, not a CA certificate (BasicConstraints CA,
-// KeyUsageCertSign), key does not match the certificate, expired. Each
-// wraps ErrNoPEM, ErrBadPEM, ErrNotCA, ErrKeyMismatch, ErrExpired or the
-// os error, for errors.Is.
+// key (PKCS#8, PKCS#1 or SEC 1 EC) from keyPath. Every error is a
+// *FileError naming the file: unreadable, no PEM block, not a CA
+// certificate (BasicConstraints CA, KeyUsageCertSign), key does not match
+// the certificate (the key's error), expired. Each wraps ErrNoPEM,
+// ErrBadPEM, ErrNotCA, ErrKeyMismatch, ErrExpired or the os error, for
+// errors.Is.
 func LoadCA(certPath, keyPath string) (*CA, error) {
 	cert, err := loadCert(certPath)
 	if err != nil {
@@ -65,51 +95,67 @@ func LoadCA(certPath, keyPath string) (*CA, error) {
 	}
 	pub, ok := cert.PublicKey.(interface{ Equal(crypto.PublicKey) bool })
 	if !ok || !pub.Equal(key.Public()) {
-		return nil, fmt.Errorf("mitm: CA key %s: %w %s", keyPath, ErrKeyMismatch, certPath)
+		return nil, &FileError{Path: keyPath, Key: true, Err: fmt.Errorf("the %w %s", ErrKeyMismatch, certPath)}
 	}
 	return newCA(cert, key)
 }
 
 func loadCert(path string) (*x509.Certificate, error) {
+	c, err := parseCert(path)
+	if err != nil {
+		return nil, &FileError{Path: path, Err: err}
+	}
+	return c, nil
+}
+
+func parseCert(path string) (*x509.Certificate, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("mitm: CA certificate: %w", err) // names the path
+		return nil, err // an *fs.PathError, naming the path
 	}
 	block := findBlock(data, "CERTIFICATE")
 	if block == nil {
-		return nil, fmt.Errorf("mitm: CA certificate %s: %w (want a CERTIFICATE block)", path, ErrNoPEM)
+		return nil, fmt.Errorf("%w (want a CERTIFICATE block)", ErrNoPEM)
 	}
 	cert, err := x509.ParseCertificate(block.Bytes)
 	if err != nil {
-		return nil, fmt.Errorf("mitm: CA certificate %s: %w: %w", path, ErrBadPEM, err)
+		return nil, fmt.Errorf("%w: %w", ErrBadPEM, err)
 	}
 	if !cert.BasicConstraintsValid || !cert.IsCA {
-		return nil, fmt.Errorf("mitm: CA certificate %s: %w: BasicConstraints CA:TRUE is missing", path, ErrNotCA)
+		return nil, fmt.Errorf("%w: BasicConstraints CA:TRUE is missing", ErrNotCA)
 	}
 	if cert.KeyUsage&x509.KeyUsageCertSign == 0 {
-		return nil, fmt.Errorf("mitm: CA certificate %s: %w: KeyUsage lacks certSign", path, ErrNotCA)
+		return nil, fmt.Errorf("%w: KeyUsage lacks certSign", ErrNotCA)
 	}
 	now := time.Now()
 	if now.After(cert.NotAfter) {
-		return nil, fmt.Errorf("mitm: CA certificate %s: %w: expired %s", path, ErrExpired, cert.NotAfter.UTC().Format(time.RFC3339))
+		return nil, fmt.Errorf("%w: expired %s", ErrExpired, cert.NotAfter.UTC().Format(time.RFC3339))
 	}
 	if now.Before(cert.NotBefore) {
-		return nil, fmt.Errorf("mitm: CA certificate %s: %w: not valid before %s", path, ErrExpired, cert.NotBefore.UTC().Format(time.RFC3339))
+		return nil, fmt.Errorf("%w: not valid before %s", ErrExpired, cert.NotBefore.UTC().Format(time.RFC3339))
 	}
 	return cert, nil
 }
 
 func loadKey(path string) (crypto.Signer, error) {
+	k, err := parseKey(path)
+	if err != nil {
+		return nil, &FileError{Path: path, Key: true, Err: err}
+	}
+	return k, nil
+}
+
+func parseKey(path string) (crypto.Signer, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("mitm: CA key: %w", err) // names the path
+		return nil, err // an *fs.PathError, naming the path
 	}
 	block := findBlock(data, "PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY", "ENCRYPTED PRIVATE KEY")
 	if block == nil {
-		return nil, fmt.Errorf("mitm: CA key %s: %w (want PRIVATE KEY, RSA PRIVATE KEY or EC PRIVATE KEY)", path, ErrNoPEM)
+		return nil, fmt.Errorf("%w (want PRIVATE KEY, RSA PRIVATE KEY or EC PRIVATE KEY)", ErrNoPEM)
 	}
 	if block.Type == "ENCRYPTED PRIVATE KEY" || block.Headers["Proc-Type"] != "" {
-		return nil, fmt.Errorf("mitm: CA key %s: %w: the key is encrypted; give it unencrypted", path, ErrBadPEM)
+		return nil, fmt.Errorf("%w: the key is encrypted; give it unencrypted", ErrBadPEM)
 	}
 	var k any
 	switch block.Type {
@@ -121,7 +167,7 @@ func loadKey(path string) (crypto.Signer, error) {
 		k, err = x509.ParseECPrivateKey(block.Bytes)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("mitm: CA key %s: %w: %w", path, ErrBadPEM, err)
+		return nil, fmt.Errorf("%w: %w", ErrBadPEM, err)
 	}
 	switch k := k.(type) {
 	case *ecdsa.PrivateKey, *rsa.PrivateKey:
@@ -129,7 +175,7 @@ func loadKey(path string) (crypto.Signer, error) {
 	default:
 		// Ed25519 CAs are not accepted: many TLS clients cannot verify
 		// an Ed25519 signature on a certificate.
-		return nil, fmt.Errorf("mitm: CA key %s: %w: key type %T not supported (use ECDSA or RSA)", path, ErrBadPEM, k)
+		return nil, fmt.Errorf("%w: key type %T not supported (use ECDSA or RSA)", ErrBadPEM, k)
 	}
 }
 

@@ -159,6 +159,14 @@ func TestLoadCAErrors(t *testing.T) {
 		if !strings.Contains(err.Error(), tc.namingFile) {
 			t.Errorf("%s: %q does not name %s", tc.name, err, tc.namingFile)
 		}
+		// The file at fault, told apart without reading the text (the
+		// settings key policy names: caCertPath or caKeyPath).
+		var fe *FileError
+		if wantKey := strings.HasPrefix(tc.name, "key"); !errors.As(err, &fe) || fe.Path != tc.namingFile || fe.Key != wantKey {
+			t.Errorf("%s: %#v; want a *FileError for %s, Key %v", tc.name, err, tc.namingFile, wantKey)
+		} else if strings.Contains(err.Error(), "mitm:") || strings.Count(err.Error(), tc.namingFile) != 1 {
+			t.Errorf("%s: %q: want the file named once, no package prefix", tc.name, err)
+		}
 	}
 }
 

@@ -16,7 +16,7 @@ func filterOf(n settings.Network) (proxy.Filtering, error) {
 	var f proxy.Filtering
 	var err error
 	if f.AmbiguousTarget, err = proxy.ParseAmbiguousTarget(n.AmbiguousRequestTarget); err != nil {
-		return f, fmt.Errorf("network.ambiguousRequestTarget: %w", err)
+		return f, &KeyError{"network.ambiguousRequestTarget", err}
 	}
 	f.RefuseOpaqueTunnels = n.RefuseOpaqueTunnels
 	f.StripResponseHeaders = n.StripResponseHeaders
@@ -27,7 +27,7 @@ func filterOf(n settings.Network) (proxy.Filtering, error) {
 		for j, d := range r.Domains {
 			p, err := netrule.ParsePattern(d, false)
 			if err != nil {
-				return f, fmt.Errorf("%s.domains[%d]: %w", name, j, err)
+				return f, &KeyError{fmt.Sprintf("%s.domains[%d]", name, j), err}
 			}
 			hr.Domains = append(hr.Domains, p)
 		}

@@ -35,8 +35,22 @@ func TestParentProxyCompile(t *testing.T) {
 		}
 	}
 	_, err := parentProxy(nil, env(map[string]string{"HTTPS_PROXY": "ftp://u:secret@x"}))
-	if !errors.Is(err, settings.ErrProxyURL) || !strings.HasPrefix(err.Error(), "HTTPS_PROXY: ") || strings.Contains(err.Error(), "secret") {
+	var ee *EnvError
+	if !errors.Is(err, settings.ErrProxyURL) || !errors.As(err, &ee) || !strings.HasPrefix(err.Error(), "HTTPS_PROXY (srt's environment): ") || strings.Contains(err.Error(), "secret") {
 		t.Fatalf("bad env: %v", err)
+	}
+	// Compile does not put the settings file's name on it.
+	s := settings.Default()
+	s.Source = "/nonexistent/s.json"
+	t.Setenv("HTTPS_PROXY", "ftp://u:secret@x")
+	if _, err := Compile(s, Env{Cwd: t.TempDir(), Home: t.TempDir()}); err == nil || strings.Contains(err.Error(), s.Source) || !errors.As(err, &ee) {
+		t.Fatalf("Compile, bad env: %v", err)
+	}
+	// A key's value is a KeyError naming it.
+	_, err = parentProxy(&settings.ParentProxy{HTTPS: "http://p:1/x"}, env(nil))
+	var ke *KeyError
+	if !errors.As(err, &ke) || ke.Key != "network.parentProxy.https" || !errors.Is(err, settings.ErrProxyURL) {
+		t.Fatalf("bad key: %v", err)
 	}
 }
 

@@ -226,7 +226,10 @@ func settingsFileDeny(path string) Path {
 // Callers must refuse to run, never run with a weaker policy.
 var ErrUnenforceable = errors.New("rule cannot be enforced")
 
-// Compile turns validated settings into a Policy. The mandatory
+// Compile turns validated settings into a Policy. An error about one
+// settings key is a *settings.Error placed at that key's value in
+// s.Source (settings.Settings.ErrorAt; see KeyError); one about srt's
+// environment is an *EnvError; any other names s.Source first. The mandatory
 // write-denies are always added unless filesystem.disabled; settings cannot
 // remove them. Paths are resolved against env; globs in the deny lists are
 // expanded now, so a file matching a glob that is created later is not
@@ -236,11 +239,23 @@ func Compile(s *settings.Settings, env Env) (*Policy, error) {
 		s = settings.Default()
 	}
 	p, err := compile(s, env)
-	if err != nil && s.Source != "" {
-		// Name the file, as settings errors do.
+	if err == nil {
+		return p, nil
+	}
+	// Name the file, as settings errors do, and the key's line and
+	// column when the error is about one key; an error about srt's own
+	// environment is not the file's.
+	var ee *EnvError
+	if errors.As(err, &ee) {
+		return nil, err
+	}
+	if ke, ok := err.(*KeyError); ok {
+		return nil, s.ErrorAt(ke.Key, ke.Err)
+	}
+	if s.Source != "" {
 		return nil, fmt.Errorf("%s: %w", s.Source, err)
 	}
-	return p, err
+	return nil, err
 }
 
 func compile(s *settings.Settings, env Env) (*Policy, error) {
@@ -266,7 +281,7 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 	p.NamesAtCreation, p.NamesAtCreationSet = s.Filesystem.NamesAtCreation()
 	if p.FilesystemDisabled {
 		if t := p.Network.TLS; t != nil && t.CAKeyPath != "" {
-			return nil, fmt.Errorf("network.tlsTerminate.caKeyPath: with filesystem.disabled the sandbox could read the CA's private key; use an ephemeral CA (no caCertPath/caKeyPath) or a filesystem policy: %w", ErrUnenforceable)
+			return nil, &KeyError{"network.tlsTerminate.caKeyPath", fmt.Errorf("with filesystem.disabled the sandbox could read the CA's private key; use an ephemeral CA (no caCertPath/caKeyPath) or a filesystem policy: %w", ErrUnenforceable)}
 		}
 		if err := p.mitmSocketRules(); err != nil {
 			return nil, err

@@ -133,16 +133,21 @@ func networkOf(s *settings.Settings, home string) (Network, error) {
 
 // parentProxy compiles network.parentProxy, each of its keys absent
 // (or nil pp) taking the proxy variable of getenv instead. An empty value
-// counts as unset. A URL that does
-// not pass settings.ParseProxyURL is an error naming the variable (the
-// settings file's own were checked when it was read): srt would otherwise
+// counts as unset. A URL that does not pass settings.ParseProxyURL is an
+// *EnvError naming the variable (a *KeyError for a settings key, which
+// settings has checked already when it read a file): srt would otherwise
 // try to reach the network directly where the operator said it cannot.
 func parentProxy(pp *settings.ParentProxy, getenv func(string) string) (*proxy.Parent, error) {
-	type src struct{ name, val string }
+	// env is set for a value from getenv, whose error is an *EnvError
+	// rather than a *KeyError of the settings file.
+	type src struct {
+		name, val string
+		env       bool
+	}
 	first := func(names ...string) src {
 		for _, n := range names {
 			if v := getenv(n); v != "" {
-				return src{n, v}
+				return src{n, v, true}
 			}
 		}
 		return src{}
@@ -151,21 +156,24 @@ func parentProxy(pp *settings.ParentProxy, getenv func(string) string) (*proxy.P
 	// still comes from the environment.
 	h, hs, np := first("HTTP_PROXY", "http_proxy"), first("HTTPS_PROXY", "https_proxy"), first("NO_PROXY", "no_proxy")
 	if pp != nil && pp.HTTP != "" {
-		h = src{"network.parentProxy.http", pp.HTTP}
+		h = src{"network.parentProxy.http", pp.HTTP, false}
 	}
 	if pp != nil && pp.HTTPS != "" {
-		hs = src{"network.parentProxy.https", pp.HTTPS}
+		hs = src{"network.parentProxy.https", pp.HTTPS, false}
 	}
 	if pp != nil && pp.NoProxy != "" {
-		np = src{"network.parentProxy.noProxy", pp.NoProxy}
+		np = src{"network.parentProxy.noProxy", pp.NoProxy, false}
 	}
 	parse := func(s src) (*url.URL, error) {
 		if s.val == "" {
 			return nil, nil
 		}
 		u, err := settings.ParseProxyURL(s.val)
+		if err != nil && s.env {
+			return nil, &EnvError{s.name, err}
+		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", s.name, err)
+			return nil, &KeyError{s.name, err}
 		}
 		return u, nil
 	}
@@ -202,7 +210,7 @@ func mitmOf(m *settings.MITMProxy) (*proxy.MITMProxy, error) {
 	for i, e := range m.Domains {
 		p, err := netrule.ParsePattern(e, false)
 		if err != nil {
-			return nil, fmt.Errorf("network.mitmProxy.domains[%d]: %w", i, err)
+			return nil, &KeyError{fmt.Sprintf("network.mitmProxy.domains[%d]", i), err}
 		}
 		pats[i] = p
 	}
@@ -247,12 +255,12 @@ func (p *Policy) mitmSocketRules() error {
 		return nil
 	}
 	if p.FilesystemDisabled {
-		return fmt.Errorf("network.mitmProxy: with filesystem.disabled the sandbox could replace the MITM proxy's socket %s: %w", sock, ErrUnenforceable)
+		return &KeyError{"network.mitmProxy.socketPath", fmt.Errorf("with filesystem.disabled the sandbox could replace the MITM proxy's socket %s: %w", sock, ErrUnenforceable)}
 	}
 	dir := filepath.Dir(sock)
 	for _, d := range []string{dir, Resolve(dir)} {
 		if i := longestPrefix(p.AllowWrite, d); i >= 0 {
-			return fmt.Errorf("network.mitmProxy.socketPath: %s lies in a write root; the sandbox could replace the socket between runs; move the socket elsewhere: %w", sock, ErrUnenforceable)
+			return &KeyError{"network.mitmProxy.socketPath", fmt.Errorf("%s lies in a write root; the sandbox could replace the socket between runs; move the socket elsewhere: %w", sock, ErrUnenforceable)}
 		}
 	}
 	return nil

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -43,9 +44,10 @@ type TLS struct {
 }
 
 // tlsOf compiles network.tlsTerminate (nil: no termination) with "~/"
-// expanded against home. Errors name the key: a CA file srt cannot read,
-// or a pair mitm.LoadCA refuses (no PEM block, not a CA, the key does not
-// match, expired).
+// expanded against home. Errors about a key are *KeyError: a CA file srt
+// cannot read, or a pair mitm.LoadCA refuses (no PEM block, not a CA,
+// expired: caCertPath; a bad key or one that does not match the
+// certificate: caKeyPath, as the *mitm.FileError tells).
 func tlsOf(n settings.Network, home string) (*TLS, error) {
 	t := n.TLSTerminate
 	if t == nil {
@@ -65,12 +67,16 @@ func tlsOf(n settings.Network, home string) (*TLS, error) {
 		for _, f := range []struct{ key, path string }{{"caCertPath", cert}, {"caKeyPath", key}} {
 			fh, err := os.Open(f.path)
 			if err != nil {
-				return nil, fmt.Errorf("network.tlsTerminate.%s: %w", f.key, err)
+				return nil, &KeyError{"network.tlsTerminate." + f.key, err}
 			}
 			fh.Close()
 		}
 		if ca, err = mitm.LoadCA(cert, key); err != nil {
-			return nil, fmt.Errorf("network.tlsTerminate: %w", err)
+			k := "network.tlsTerminate.caCertPath"
+			if fe := (*mitm.FileError)(nil); errors.As(err, &fe) && fe.Key {
+				k = "network.tlsTerminate.caKeyPath"
+			}
+			return nil, &KeyError{k, err}
 		}
 		out.CAKeyPath = key
 		out.TrustFiles = append(out.TrustFiles, cert, key)
@@ -113,7 +119,7 @@ func excludeOf(list []string) (func(string, int) bool, error) {
 	for i, e := range list {
 		p, err := netrule.ParsePattern(e, false)
 		if err != nil {
-			return nil, fmt.Errorf("network.tlsTerminate.excludeDomains[%d]: %w", i, err)
+			return nil, &KeyError{fmt.Sprintf("network.tlsTerminate.excludeDomains[%d]", i), err}
 		}
 		pats[i] = p
 	}

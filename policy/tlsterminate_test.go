@@ -8,6 +8,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
+	"io/fs"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/srt-go/srt/mitm"
 	"github.com/srt-go/srt/settings"
 )
 
@@ -93,17 +95,34 @@ func TestTLSCompileErrors(t *testing.T) {
 	garbage := filepath.Join(d, "garbage.pem")
 	os.WriteFile(garbage, []byte("not PEM\n"), 0o644)
 	for _, tc := range []struct {
-		name, cert, key, want string
+		name, cert, key, wantKey string
+		want                     error
 	}{
-		{"missing cert", filepath.Join(d, "nope.pem"), key, "network.tlsTerminate.caCertPath: "},
-		{"missing key", cert, filepath.Join(d, "nope.key"), "network.tlsTerminate.caKeyPath: "},
-		{"mismatched", other, key, "network.tlsTerminate: "},
-		{"malformed", garbage, key, "network.tlsTerminate: "},
+		{"missing cert", filepath.Join(d, "nope.pem"), key, "caCertPath", fs.ErrNotExist},
+		{"missing key", cert, filepath.Join(d, "nope.key"), "caKeyPath", fs.ErrNotExist},
+		{"mismatched", other, key, "caKeyPath", mitm.ErrKeyMismatch},
+		{"malformed cert", garbage, key, "caCertPath", mitm.ErrNoPEM},
+		{"key given as the cert", key, key, "caCertPath", mitm.ErrNoPEM},
+		{"malformed key", cert, garbage, "caKeyPath", mitm.ErrNoPEM},
 	} {
 		_, err := NetworkOf(tlsSettings(t, &settings.TLSTerminate{CACertPath: tc.cert, CAKeyPath: tc.key}))
-		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
-			t.Errorf("%s: err = %v, want it to start with %q", tc.name, err, tc.want)
+		var ke *KeyError
+		if !errors.As(err, &ke) || ke.Key != "network.tlsTerminate."+tc.wantKey || !errors.Is(err, tc.want) || strings.Contains(err.Error(), "mitm:") {
+			t.Errorf("%s: err = %v, want a KeyError for %s wrapping %v, without the package prefix", tc.name, err, tc.wantKey, tc.want)
 		}
+	}
+	// From a file, Compile places the error at the key's value, one line.
+	f := filepath.Join(t.TempDir(), "s.json")
+	os.WriteFile(f, []byte("{\"network\": {\n  \"tlsTerminate\": {\n    \"caCertPath\": \""+other+"\",\n    \"caKeyPath\": \""+key+"\"}}}\n"), 0o600)
+	s, err := settings.Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Compile(s, Env{Cwd: t.TempDir(), Home: t.TempDir()})
+	var se *settings.Error
+	want := f + ":4:18: network.tlsTerminate.caKeyPath: " + key + ": the private key does not match the CA certificate " + other
+	if !errors.As(err, &se) || err.Error() != want || !errors.Is(err, mitm.ErrKeyMismatch) {
+		t.Errorf("Compile from a file: %v\nwant %s", err, want)
 	}
 	n, err := NetworkOf(tlsSettings(t, &settings.TLSTerminate{}))
 	if err != nil || n.TLS == nil || n.TLS.CAKeyPath != "" || len(n.TLS.Bundle) == 0 || len(n.TLS.TrustStore) == 0 {

@@ -34,9 +34,10 @@ var (
 
 // checker walks the decoded tree of one file and builds Settings.
 type checker struct {
-	name string // file name for messages
-	src  []byte // the user's original bytes, for line:column
-	bom  bool   // src starts with a UTF-8 byte order mark
+	name string           // file name for messages
+	src  []byte           // the user's original bytes, for line:column
+	bom  bool             // src starts with a UTF-8 byte order mark
+	offs map[string]int64 // value offsets by dotted path (parseTree)
 }
 
 // unknown reports key m of the object at path as unknown, suggesting the

@@ -78,6 +78,27 @@ func (c *checker) errorAt(off int64, path string, err error, format string, args
 	return &Error{File: c.name, Line: line, Column: col, Path: path, Msg: fmt.Sprintf(format, args...), Err: err}
 }
 
+// positions are where the values of one parsed file start, for
+// Settings.ErrorAt.
+type positions struct {
+	src  []byte           // the user's original bytes
+	bom  bool             // src starts with a UTF-8 byte order mark
+	offs map[string]int64 // value offsets by dotted path
+}
+
+// find returns the line and column of the value at path, or of its
+// nearest recorded ancestor (cutting one ".key", "[i]" or `["key"]` at a
+// time); 0, 0 when there is none (the top level).
+func (p *positions) find(path string) (line, col int) {
+	for path != "" {
+		if off, ok := p.offs[path]; ok {
+			return lineColumn(p.src, p.bom, off)
+		}
+		path = path[:max(strings.LastIndexAny(path, ".["), 0)]
+	}
+	return 0, 0
+}
+
 // lineColumn converts a byte offset into 1-based line and column numbers.
 // Columns count UTF-8 sequences (an invalid byte counts as one); the byte
 // order mark, when bom is set, is not counted.

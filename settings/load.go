@@ -138,5 +138,11 @@ func Parse(data []byte, name string) (*Settings, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.settings(root)
+	s, err := c.settings(root)
+	if err != nil {
+		return nil, err
+	}
+	// A copy: a caller may reuse data (a control line's buffer).
+	s.pos = &positions{src: bytes.Clone(data), bom: c.bom, offs: c.offs}
+	return s, nil
 }

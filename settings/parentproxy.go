@@ -32,12 +32,14 @@ var ErrProxyURL = errors.New("invalid proxy URL")
 // ("proxy:3128") means http://, as curl and Go's httpproxy read it. The
 // scheme must be http or https, the host non-empty, the port (default 80
 // or 443) 1..65535, and there must be no path, query or fragment.
-// Credentials ("http://user:pass@proxy:3128") are allowed; the error text
-// never contains them (nor, when the value does not parse, the value).
+// Credentials ("http://user:pass@proxy:3128") are allowed. An error
+// quotes the value as given, its userinfo shown as "***" (redactRaw), and
+// never the value when it does not parse.
 func ParseProxyURL(raw string) (*url.URL, error) {
 	if strings.TrimSpace(raw) == "" {
 		return nil, fmt.Errorf("%w: empty", ErrProxyURL)
 	}
+	given := raw
 	if !strings.Contains(raw, "://") {
 		raw = "http://" + raw
 	}
@@ -52,15 +54,15 @@ func ParseProxyURL(raw string) (*url.URL, error) {
 		return nil, fmt.Errorf("%w: scheme %q is not supported (want http or https)", ErrProxyURL, u.Scheme)
 	}
 	if u.Hostname() == "" {
-		return nil, fmt.Errorf("%w: %s has no host", ErrProxyURL, redactURL(u))
+		return nil, fmt.Errorf("%w %q: it has no host", ErrProxyURL, redactRaw(given))
 	}
 	if ps := u.Port(); ps != "" {
 		if p, err := strconv.Atoi(ps); err != nil || p < 1 || p > 65535 {
-			return nil, fmt.Errorf("%w: %s: port must be 1..65535", ErrProxyURL, redactURL(u))
+			return nil, fmt.Errorf("%w %q: port must be 1..65535", ErrProxyURL, redactRaw(given))
 		}
 	}
 	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
-		return nil, fmt.Errorf("%w: %s: a proxy URL has no path, query or fragment", ErrProxyURL, redactURL(u))
+		return nil, fmt.Errorf("%w %q: a proxy URL has no path, query or fragment", ErrProxyURL, redactRaw(given))
 	}
 	return u, nil
 }
@@ -126,14 +128,20 @@ func (c *checker) noProxy(n *node, path string) (string, error) {
 	return strings.Join(list, ","), nil
 }
 
-// redactURL is u as scheme://host:port, any userinfo (the user name too,
-// which url.URL.Redacted keeps) shown as "***@". proxy's redact is its
-// twin, for the proxies' logs and errors.
-func redactURL(u *url.URL) string {
-	if u.User != nil {
-		return u.Scheme + "://***@" + u.Host
+// redactRaw is a proxy URL as its user spelled it, with everything from
+// the authority's start to its last "@" shown as "***" (the user name
+// too, which url.URL.Redacted keeps). The last "@" of the whole value,
+// not of the authority as url.Parse reads it: a password holding "/"
+// would otherwise end the authority early and show its tail.
+func redactRaw(given string) string {
+	start := 0
+	if i := strings.Index(given, "://"); i >= 0 {
+		start = i + len("://")
 	}
-	return u.Scheme + "://" + u.Host
+	if at := strings.LastIndexByte(given[start:], '@'); at >= 0 {
+		return given[:start] + "***" + given[start+at:]
+	}
+	return given
 }
 
 // HoldsCredentials reports whether pp carries a secret: userinfo in

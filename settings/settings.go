@@ -53,6 +53,38 @@ type Settings struct {
 	// (policy.Compile): a sandbox that could rewrite it would choose the
 	// next run's policy.
 	Source string `json:"-"`
+
+	// pos locates the values of the file Parse read, for ErrorAt; nil
+	// for settings that did not come from Parse.
+	pos *positions
+}
+
+// ErrorAt returns err as a problem with the value at the dotted path
+// (as in Error.Path: "network.tlsTerminate.caKeyPath") of the file s was
+// read from: an *Error with File s.Source, Path path and Err err, and
+// the Line and Column where that value starts in the file, or where its
+// nearest enclosing value starts when the file does not spell path
+// (a key left out, an index past the end). Its text is the parser's:
+// "FILE:LINE:COLUMN: PATH: ERR". It is for errors found after parsing,
+// such as policy.Compile's (a CA file that does not load). errors.Is and
+// errors.As see err through it.
+//
+// For settings that came from no file (s nil, Default, or Source
+// empty) the *Error has no File, Line nor Column: "PATH: ERR". A nil
+// err gives nil.
+func (s *Settings) ErrorAt(path string, err error) error {
+	if err == nil {
+		return nil
+	}
+	e := &Error{Path: path, Err: err}
+	if s == nil || s.Source == "" {
+		return e
+	}
+	e.File = s.Source
+	if s.pos != nil {
+		e.Line, e.Column = s.pos.find(path)
+	}
+	return e
 }
 
 // Network is the "network" object.

@@ -130,11 +130,15 @@ type treeBuilder struct {
 	c   *checker
 	buf []byte // the standardized input
 	dec *jsontext.Decoder
+	// offs maps the dotted path of every object member's value and array
+	// element to the offset where the value starts (Settings.ErrorAt).
+	offs map[string]int64
 }
 
 // parseTree decodes the whole standardized input buf into a tree.
 func (c *checker) parseTree(buf []byte) (*node, error) {
-	t := &treeBuilder{c: c, buf: buf}
+	t := &treeBuilder{c: c, buf: buf, offs: map[string]int64{}}
+	c.offs = t.offs
 	// Duplicates are checked here, to report them with a dotted path.
 	t.dec = jsontext.NewDecoder(bytes.NewReader(buf), jsontext.AllowDuplicateNames(true))
 	tok, off, err := t.next("")
@@ -222,6 +226,7 @@ func (t *treeBuilder) value(tok jsontext.Token, off int64, path string, depth in
 			if err != nil {
 				return nil, eofIsError(t, err, path)
 			}
+			t.offs[joinKey(path, name)] = voff
 			v, err := t.value(vtok, voff, joinKey(path, name), depth+1)
 			if err != nil {
 				return nil, err
@@ -237,6 +242,7 @@ func (t *treeBuilder) value(tok jsontext.Token, off int64, path string, depth in
 			if etok.Kind() == ']' {
 				return n, nil
 			}
+			t.offs[joinIndex(path, i)] = eoff
 			v, err := t.value(etok, eoff, joinIndex(path, i), depth+1)
 			if err != nil {
 				return nil, err

@@ -38,7 +38,7 @@ func runMicroVM(s *settings.Settings, argv []string, lg *slog.Logger, stdin, std
 		return exitSetup
 	}
 	if pol.Network.TLS != nil {
-		fmt.Fprintf(stderr, "srt: %s: network.tlsTerminate is not supported by the microvm backend yet; remove it or use the native backend\n", s.Source)
+		fmt.Fprintf(stderr, "srt: %v\n", s.ErrorAt("network.tlsTerminate", errors.New("not supported by the microvm backend yet; remove it or use the native backend")))
 		return exitSetup
 	}
 	readOnly := !pol.FilesystemDisabled
