@@ -194,27 +194,11 @@ curl -sS --max-time 10 --noproxy '*' http://127.0.0.1:%d/ 2>&1; echo "v6-entry-o
 // sent.
 func halfCloseServer(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				b, err := io.ReadAll(c)
-				if err == nil {
-					io.WriteString(c, "pong:"+string(b))
-				}
-			}()
+	return serveTCP(t, func(c net.Conn) {
+		if b, err := io.ReadAll(c); err == nil {
+			io.WriteString(c, "pong:"+string(b))
 		}
-	}()
-	return portOf(t, ln.Addr())
+	})
 }
 
 // ipv6Loopback reports whether this host has ::1, which a new network

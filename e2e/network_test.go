@@ -160,6 +160,31 @@ func portOf(t *testing.T, a net.Addr) int {
 	return n
 }
 
+// serveTCP listens on the host's 127.0.0.1 until the test ends and runs
+// handle on each connection, in a goroutine of its own, closing it after;
+// it returns the port.
+func serveTCP(t *testing.T, handle func(c net.Conn)) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				handle(c)
+			}()
+		}
+	}()
+	return portOf(t, ln.Addr())
+}
+
 // addTestHosts maps the test names to 127.0.0.1 in /etc/hosts, when it
 // can (root), and restores the file after the test, even on failure. It
 // reports whether the names resolve.
@@ -748,49 +773,34 @@ func userHTTPProxy(t *testing.T) int {
 // that dials 127.0.0.1 and prefixes the answer with "via user socks".
 func userSOCKSProxy(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				h := make([]byte, 2)
-				io.ReadFull(br, h)
-				io.ReadFull(br, make([]byte, h[1]))
-				c.Write([]byte{5, 0})
-				req := make([]byte, 5)
-				if _, err := io.ReadFull(br, req); err != nil || req[3] != 3 {
-					return
-				}
-				name := make([]byte, int(req[4])+2)
-				io.ReadFull(br, name)
-				port := int(name[len(name)-2])<<8 | int(name[len(name)-1])
-				up, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-				if err != nil {
-					c.Write([]byte{5, 5, 0, 1, 0, 0, 0, 0, 0, 0})
-					return
-				}
-				c.Write([]byte{5, 0, 0, 1, 0, 0, 0, 0, 0, 0})
-				// Mark the answer: the HTTP body gets a prefix line.
-				go func() { io.Copy(up, br) }()
-				resp, err := http.ReadResponse(bufio.NewReader(up), nil)
-				if err != nil {
-					return
-				}
-				b, _ := io.ReadAll(resp.Body)
-				up.Close()
-				b = append([]byte("via user socks\n"), b...)
-				fmt.Fprintf(c, "HTTP/1.1 %d OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", resp.StatusCode, len(b), b)
-			}()
+	return serveTCP(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		h := make([]byte, 2)
+		io.ReadFull(br, h)
+		io.ReadFull(br, make([]byte, h[1]))
+		c.Write([]byte{5, 0})
+		req := make([]byte, 5)
+		if _, err := io.ReadFull(br, req); err != nil || req[3] != 3 {
+			return
 		}
-	}()
-	return portOf(t, ln.Addr())
+		name := make([]byte, int(req[4])+2)
+		io.ReadFull(br, name)
+		port := int(name[len(name)-2])<<8 | int(name[len(name)-1])
+		up, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			c.Write([]byte{5, 5, 0, 1, 0, 0, 0, 0, 0, 0})
+			return
+		}
+		c.Write([]byte{5, 0, 0, 1, 0, 0, 0, 0, 0, 0})
+		// Mark the answer: the HTTP body gets a prefix line.
+		go func() { io.Copy(up, br) }()
+		resp, err := http.ReadResponse(bufio.NewReader(up), nil)
+		if err != nil {
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		up.Close()
+		b = append([]byte("via user socks\n"), b...)
+		fmt.Fprintf(c, "HTTP/1.1 %d OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", resp.StatusCode, len(b), b)
+	})
 }
