@@ -223,7 +223,9 @@ func newFilterRequest(method, scheme, host string, port int, t requestTarget, h 
 //     tunnel): 400, X-Proxy-Error: bad-request-target;
 //  2. TRACE and TRACK: 405 (their response would echo a header a decision
 //     set);
-//  3. an ambiguous target under AmbiguousRefuse: 400, X-Proxy-Error:
+//  3. a method or path override header (overrideHeaders), unless
+//     AmbiguousAsSpelled: 400, X-Proxy-Error: ambiguous-request-target;
+//     an ambiguous target under AmbiguousRefuse: 400, X-Proxy-Error:
 //     ambiguous-request-target;
 //  4. HTTPRules: a host it names must match one of its rules (method and
 //     path), else 403;
@@ -255,6 +257,10 @@ func (s *Server) judge(ctx context.Context, fr *FilterRequest, t requestTarget, 
 	if fr.Method == "TRACE" || fr.Method == "TRACK" {
 		return &requestRefusal{status: 405, xerr: errHdrFiltered,
 			reason: "refused while requests are filtered: its response would echo the request's headers"}, FilterDecision{}
+	}
+	if h := overrideHeader(fr.Header); h != "" && f.AmbiguousTarget != AmbiguousAsSpelled {
+		return &requestRefusal{status: 400, xerr: errHdrAmbiguous, rule: "network.ambiguousRequestTarget",
+			reason: "the " + h + " header asks the upstream for another method or path than the one judged"}, FilterDecision{}
 	}
 	if fr.Ambiguous && f.AmbiguousTarget == AmbiguousRefuse {
 		return &requestRefusal{status: 400, xerr: errHdrAmbiguous, rule: "network.ambiguousRequestTarget",
@@ -363,4 +369,21 @@ func withoutHopByHop(h http.Header) http.Header {
 	c := h.Clone()
 	removeHopByHop(c)
 	return c
+}
+
+// overrideHeaders are request headers with which frameworks and servers
+// act on another method (Rails, Symfony, ASP.NET, Google APIs) or path
+// (IIS's URL Rewrite, Symfony's X-Original-URL) than the request line's,
+// so a judged request must not carry them.
+var overrideHeaders = []string{"X-Http-Method-Override", "X-Http-Method", "X-Method-Override",
+	"X-Original-Url", "X-Rewrite-Url", "X-Original-Method"}
+
+// overrideHeader returns the first of overrideHeaders that h has, or "".
+func overrideHeader(h http.Header) string {
+	for _, name := range overrideHeaders {
+		if _, ok := h[name]; ok {
+			return name
+		}
+	}
+	return ""
 }

@@ -360,7 +360,7 @@ func TestNormalizePath(t *testing.T) {
 	for in, want := range map[string]string{
 		"/": "/", "/a/../b": "/b", "/a/%2E%2e/b": "/b", "/a/.%2e/b": "/b", `/a\b`: "/a/b", "//x": "/x", "///x/": "/x/",
 		"/a//b": "/a//b", "/a/.": "/a/", "/..": "/", "/a/b/..": "/a/", "/a%2Fb": "/a%2Fb", "/a.b/c..": "/a.b/c..",
-		"/a%2eb": "/a%2eb",
+		"/a%2eb": "/a%2eb", "/public/..;/admin": "/admin", "/p/%2e%2e;x=1/a": "/a", "/p/.;/a": "/p/a", "/p/a;b/c": "/p/a;b/c",
 	} {
 		if got := normalizePath(in); got != want {
 			t.Errorf("normalizePath(%q) = %q, want %q", in, got, want)

@@ -126,7 +126,10 @@ const ReasonParentAddress = "the parent proxy listens there; the sandbox reaches
 // Forbidden returns ReasonParentAddress when ap is an address a parent
 // proxy listens on, else "" (also for a nil p). A parent on a loopback
 // address (or named localhost) matches every loopback address of its
-// port, as srtd's own addresses do (sandbox/linux ServerAddresses). srt
+// port, as srtd's own addresses do (sandbox/linux ServerAddresses), and
+// a parent on this host (loopback or one of its interface addresses)
+// every address of this host on its port, where a listener on the
+// wildcard address answers too. srt
 // refuses the sandbox these addresses whatever the rules allow (the
 // proxies' destinations, the Linux loopback relay): a parent that trusts
 // its local clients, or srt's host, would otherwise be a way around srt's
@@ -136,17 +139,46 @@ func (p *Parent) Forbidden(ap netip.AddrPort) string {
 		return ""
 	}
 	a := ap.Addr().Unmap()
+	var known []netip.Addr // the parent's addresses on ap's port
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	for k := range p.known {
-		if k.Port() != ap.Port() {
-			continue
-		}
-		if k.Addr() == a || k.Addr().IsLoopback() && a.IsLoopback() || k.Addr().IsUnspecified() {
-			return ReasonParentAddress
+		if k.Port() == ap.Port() {
+			known = append(known, k.Addr())
 		}
 	}
+	p.mu.Unlock()
+	onHost := false // a parent on this host listens on this port
+	for _, k := range known {
+		if k == a || k.IsLoopback() && a.IsLoopback() || k.IsUnspecified() {
+			return ReasonParentAddress
+		}
+		onHost = onHost || k.IsLoopback() || hostAddr(k)
+	}
+	// A parent on this host may listen on the wildcard address: then
+	// every address of this host reaches it on its port, not only the
+	// one srt dials.
+	if onHost && (a.IsLoopback() || a.IsUnspecified() || hostAddr(a)) {
+		return ReasonParentAddress
+	}
 	return ""
+}
+
+// hostAddr reports whether a is assigned to one of this host's
+// interfaces (read at each call: Forbidden asks only for a parent's
+// port, which few connections use).
+func hostAddr(a netip.Addr) bool {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return true // fail closed: this host's addresses are unknown
+	}
+	for _, ia := range addrs {
+		if n, ok := ia.(*net.IPNet); ok {
+			if ip, ok := netip.AddrFromSlice(n.IP); ok && ip.Unmap() == a.Unmap() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // isLocalhostName reports whether host is localhost or a name under

@@ -154,6 +154,30 @@ func TestParentForbidden(t *testing.T) {
 	if mk("http://localhost:3128").Forbidden(ap("127.0.0.5:3128")) == "" {
 		t.Error("localhost parent: loopback not forbidden")
 	}
+	// A parent on this host's loopback, perhaps listening on the
+	// wildcard address: this host's other addresses on its port too.
+	var hostIP netip.Addr
+	if addrs, err := net.InterfaceAddrs(); err == nil {
+		for _, ia := range addrs {
+			if n, ok := ia.(*net.IPNet); ok && !n.IP.IsLoopback() {
+				hostIP, _ = netip.AddrFromSlice(n.IP)
+				break
+			}
+		}
+	}
+	if hostIP.IsValid() {
+		if mk("http://127.0.0.1:3128").Forbidden(netip.AddrPortFrom(hostIP.Unmap(), 3128)) == "" {
+			t.Errorf("loopback parent: this host's address %s not forbidden on its port", hostIP)
+		}
+		if mk("http://127.0.0.1:3128").Forbidden(netip.AddrPortFrom(hostIP.Unmap(), 3129)) != "" {
+			t.Errorf("loopback parent: this host's address %s forbidden on another port", hostIP)
+		}
+	} else {
+		t.Log("no non-loopback interface address: the wildcard case is not tested")
+	}
+	if mk("http://127.0.0.1:3128").Forbidden(ap("192.0.2.77:3128")) != "" {
+		t.Error("loopback parent: a remote address forbidden")
+	}
 	p := mk("http://user@proxy.corp:8080")
 	if p.Forbidden(ap("10.9.9.9:8080")) != "" {
 		t.Error("forbidden before Resolve")

@@ -169,8 +169,13 @@ func normalizePath(p string) string {
 }
 
 // dotSegment returns "." or ".." when segment s is one, spelled with
-// '.' or "%2e" in any case, else "".
+// '.' or "%2e" in any case, with or without ";parameters", else "".
 func dotSegment(s string) string {
+	// A path parameter does not make a dot segment another name: servlet
+	// containers (Tomcat, Jetty) strip ";..." from each segment before
+	// resolving, so "..;x" is ".." to them (RFC 3986 §3.3 lets a segment
+	// carry parameters).
+	s, _, _ = strings.Cut(s, ";")
 	if len(s) > 6 || !strings.ContainsAny(s, ".%") {
 		return ""
 	}

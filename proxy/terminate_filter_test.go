@@ -53,10 +53,12 @@ func TestTerminateFiltered(t *testing.T) {
 			method, path string
 			status       int
 		}{
-			{"DELETE", "/api/x", 403},     // httpRules: method
-			{"GET", "/apix", 403},         // httpRules: path prefix at a segment boundary
-			{"POST", "/api/x", 451},       // the hook
-			{"GET", "/api/../admin", 400}, // ambiguous
+			{"DELETE", "/api/x", 403},       // httpRules: method
+			{"GET", "/apix", 403},           // httpRules: path prefix at a segment boundary
+			{"POST", "/api/x", 451},         // the hook
+			{"GET", "/api/../admin", 400},   // ambiguous
+			{"GET", "/api/..;/admin", 400},  // ambiguous to a servlet container
+			{"GET", "/api/x#override", 400}, // X-HTTP-Method-Override below
 			{"TRACE", "/api/x", 405},
 		} {
 			var body io.Reader
@@ -68,8 +70,12 @@ func TestTerminateFiltered(t *testing.T) {
 			}
 			req, _ := http.NewRequest(tc.method, base+"/", body)
 			req.URL.Opaque = tc.path // sent as spelled
+			if strings.HasSuffix(tc.path, "#override") {
+				req.URL.Opaque = strings.TrimSuffix(tc.path, "#override")
+				req.Header.Set("X-HTTP-Method-Override", "DELETE")
+			}
 			resp, got := fetchAll(t, c, req)
-			if resp.StatusCode != tc.status || !strings.Contains(got, tc.path) && tc.status != 405 {
+			if resp.StatusCode != tc.status || !strings.Contains(got, strings.TrimSuffix(tc.path, "#override")) && tc.status != 405 {
 				t.Errorf("h2=%v %s %s: %d %q, want %d and the refusal's text", h2, tc.method, tc.path, resp.StatusCode, got, tc.status)
 			}
 			n++
