@@ -66,6 +66,30 @@ var hostBundleFiles = []string{
 	"/etc/ssl/cert.pem",                                 // Alpine Linux, macOS
 }
 
+// hostCertDirs are the directories Go's crypto/x509 reads on Linux when
+// SSL_CERT_DIR is not set (root_linux.go).
+var hostCertDirs = []string{"/etc/ssl/certs", "/etc/pki/tls/certs"}
+
+// HostRootPaths lists the files and directories the host's roots are
+// read from (by hostRoots for the sandbox's bundle, and by Go's system
+// pool for the upstream's verification), as getenv's SSL_CERT_FILE and
+// SSL_CERT_DIR name them or Go's defaults: whoever can write one chooses
+// what srt trusts, so the policy write-denies them inside the sandbox.
+func HostRootPaths(getenv func(string) string) []string {
+	var out []string
+	if f := getenv("SSL_CERT_FILE"); f != "" {
+		out = append(out, f)
+	} else {
+		out = append(out, hostBundleFiles...)
+	}
+	if dirs := getenv("SSL_CERT_DIR"); dirs != "" {
+		out = append(out, filepath.SplitList(dirs)...)
+	} else {
+		out = append(out, hostCertDirs...)
+	}
+	return out
+}
+
 // hostRoots returns the host's root certificates as PEM, the way Go's
 // system pool finds them on Linux: SSL_CERT_FILE when set (and then only
 // it), else the first of files that exists; plus the *.pem and *.crt

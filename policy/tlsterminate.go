@@ -35,7 +35,8 @@ type TLS struct {
 	CAKeyPath string
 	// TrustFiles are the files srt reads its trust from at start
 	// (caCertPath, caKeyPath and every extraCaCertPaths entry, present or
-	// not, "~/" expanded): Compile write-denies them inside the sandbox,
+	// not, "~/" expanded; the host's roots, mitm.HostRootPaths, as srt's
+	// environment names them): Compile write-denies them inside the sandbox,
 	// so that no run can choose what a later run's proxy verifies
 	// upstreams with or mints with, nor change a CA the host itself may
 	// trust (the threat model: a run controls its write roots between
@@ -88,6 +89,13 @@ func tlsOf(n settings.Network, home string) (*TLS, error) {
 		extra[i] = expand(p)
 	}
 	out.TrustFiles = append(out.TrustFiles, extra...)
+	// The host's roots as srt's own environment names them
+	// (SSL_CERT_FILE, SSL_CERT_DIR), which may point into a write root.
+	for _, p := range mitm.HostRootPaths(os.Getenv) {
+		if filepath.IsAbs(p) {
+			out.TrustFiles = append(out.TrustFiles, p)
+		}
+	}
 	roots, err := mitm.UpstreamRoots(extra)
 	if err != nil {
 		return nil, fmt.Errorf("network.tlsTerminate: %w", err)

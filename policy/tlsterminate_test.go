@@ -178,3 +178,26 @@ func TestTLSTrustFilesWriteDenied(t *testing.T) {
 		t.Error("the working directory is no longer writable")
 	}
 }
+
+// SSL_CERT_FILE and SSL_CERT_DIR in srt's own environment name where
+// the host's roots come from: inside a write root, they are write-denied
+// too, so no run plants a root a later run's proxy trusts upstream.
+func TestTLSHostRootsWriteDenied(t *testing.T) {
+	cwd := t.TempDir()
+	cwd, _ = filepath.EvalSymlinks(cwd)
+	dir, file := filepath.Join(cwd, "certs"), filepath.Join(cwd, "venv-cacert.pem")
+	os.Mkdir(dir, 0o755)
+	t.Setenv("SSL_CERT_DIR", dir)
+	t.Setenv("SSL_CERT_FILE", file)
+	s := tlsSettings(t, &settings.TLSTerminate{})
+	s.Filesystem.AllowWrite = []settings.PathEntry{{Path: "."}}
+	p, err := Compile(s, Env{Cwd: cwd, Home: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{file, filepath.Join(dir, "evil.pem"), dir} {
+		if p.Writable(f) {
+			t.Errorf("%s is writable inside the sandbox", f)
+		}
+	}
+}
