@@ -401,6 +401,12 @@ func TestTLSTerminate(t *testing.T) {
 				!strings.Contains(stdout, "upstream "+tlsTermIP+" saw /with-own-ca") {
 				t.Errorf("exit %d: want the key unreadable, the certificate readable and curl through the operator's CA\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 			}
+			// An allowRead naming the key, exactly or by a glob, does not
+			// lift its deny.
+			st2 := strings.Replace(st, `"allowWrite":["."]`, `"allowWrite":["."],"allowRead":["keys/*.key","`+d+`/keys/ca.key"]`, 1)
+			if stdout, stderr, code := sh(t, u, d, st2, "cat keys/ca.key 2>&1 | head -1"); strings.Contains(stdout, "PRIVATE KEY") || code == 125 {
+				t.Errorf("allowRead re-opens the CA key: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+			}
 			// A directory on the key's path turned into a link between
 			// runs: srt refuses rather than move the deny off the key.
 			os.Rename(filepath.Join(d, "keys"), filepath.Join(d, "real"))

@@ -69,9 +69,18 @@ func TestSettingsFileReadDenied(t *testing.T) {
 		{"user-only", `"https":"http://u@proxy:3128"`, false, true},
 		{"through-link", `"http":"http://u:pw@proxy:3128"`, true, true},
 		{"no-credentials", `"http":"http://proxy:3128"`, false, false},
+		{"allow-glob", `"http":"http://u:pw@proxy:3128"`, false, true},
+		{"allow-exact", `"http":"http://u:pw@proxy:3128"`, false, true},
 	} {
 		file := filepath.Join(dir, tc.name+".json")
-		body := `{"filesystem": {"allowRead": ["` + dir + `"]}, "network": {"parentProxy": {` + tc.pp + `}}}`
+		allow := dir
+		switch tc.name { // an allowRead naming the file does not lift the deny
+		case "allow-glob":
+			allow = dir + "/*.json"
+		case "allow-exact":
+			allow = file
+		}
+		body := `{"filesystem": {"allowRead": ["` + allow + `"]}, "network": {"parentProxy": {` + tc.pp + `}}}`
 		if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}

@@ -307,7 +307,7 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 	if sock := p.Network.MITMSocket; sock != "" {
 		p.DenyRead = append(p.DenyRead, makePath(sock, OriginMandatory, ruleMITMSocket))
 	}
-	p.AllowRead = r.entries("filesystem.allowRead", fs.AllowRead, false)
+	p.AllowRead = dropMandatoryCarveOuts(r.entries("filesystem.allowRead", fs.AllowRead, false), p.DenyRead)
 	p.DenyWrite = r.entries("filesystem.denyWrite", fs.DenyWrite, true)
 	if t := p.Network.TLS; t != nil {
 		for _, f := range t.TrustFiles {
@@ -574,6 +574,32 @@ func dedup(l []Path) []Path {
 			return true
 		}
 		seen[p.Resolved] = true
+		return false
+	})
+}
+
+// dropMandatoryCarveOuts returns allow without the allowRead entries that
+// would re-open a mandatory read-deny (srtd's token, the TLS CA's key, a
+// settings file holding proxy credentials, the MITM proxy's socket): one
+// at or inside such a deny, by literal or resolved path, a glob's match
+// included. A mandatory deny is not the user's to lift (the threat
+// model: the secret is what the sandbox must never read), and allowRead
+// otherwise wins a tie with denyRead (Readable).
+func dropMandatoryCarveOuts(allow, deny []Path) []Path {
+	inside := func(p, root string) bool {
+		return p != "" && root != "" && (p == root || strings.HasPrefix(p, strings.TrimSuffix(root, "/")+"/"))
+	}
+	return slices.DeleteFunc(allow, func(a Path) bool {
+		for _, d := range deny {
+			if d.Origin != OriginMandatory {
+				continue
+			}
+			for _, ap := range []string{a.Literal, a.Resolved} {
+				if inside(ap, d.Literal) || inside(ap, d.Resolved) {
+					return true
+				}
+			}
+		}
 		return false
 	})
 }

@@ -201,3 +201,26 @@ func TestTLSHostRootsWriteDenied(t *testing.T) {
 		}
 	}
 }
+
+// An allowRead entry naming the CA key (exactly, or through a glob)
+// does not re-open it: mandatory read-denies are not the user's to lift.
+func TestTLSKeyAllowReadIgnored(t *testing.T) {
+	cwd := t.TempDir()
+	cwd, _ = filepath.EvalSymlinks(cwd)
+	cert, key := writeCA(t, cwd)
+	for _, allow := range []string{key, "./ca.key", "*.key", "**/*.key"} {
+		s := tlsSettings(t, &settings.TLSTerminate{CACertPath: cert, CAKeyPath: key})
+		s.Filesystem.AllowWrite = []settings.PathEntry{{Path: "."}}
+		s.Filesystem.AllowRead = []settings.PathEntry{{Path: allow}}
+		p, err := Compile(s, Env{Cwd: cwd, Home: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Readable(key) {
+			t.Errorf("allowRead %q re-opens the CA key", allow)
+		}
+		if !p.Readable(cert) {
+			t.Errorf("allowRead %q: the certificate is not readable", allow)
+		}
+	}
+}
