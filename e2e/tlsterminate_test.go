@@ -235,6 +235,12 @@ func TestTLSTerminate(t *testing.T) {
 	probe.Env = []string{"PATH=" + cleanPATH} // the sandbox's python3, not the caller's
 	hasRequests := probe.Run() == nil
 	_, nodeErr := exec.LookPath("node")
+	// Node's fetch through the proxy variables needs Node >= 22.21
+	// (NODE_USE_ENV_PROXY); the npm registry serves one.
+	node22, _, node22Err := installNode(t, dir)
+	if node22Err != nil {
+		t.Logf("no Node 22 from the npm registry, its fetch is not tested: %v", node22Err)
+	}
 
 	tp, ep := strconv.Itoa(term.port), strconv.Itoa(excl.port)
 	base := "https://" + tlsTermIP + ":" + tp
@@ -248,6 +254,8 @@ func TestTLSTerminate(t *testing.T) {
 		`python3 -c "import urllib.request; print(urllib.request.urlopen('` + base + `/urllib', timeout=10).read().decode())"`,
 		`if python3 -c 'import requests' 2>/dev/null; then python3 -c "import requests; print(requests.get('` + base + `/requests', timeout=10).text)"; fi`,
 		"if command -v node >/dev/null; then node " + nodeJS + " " + tlsTermIP + " " + tp + " /node; fi",
+		// fetch, trusting srt's CA through NODE_EXTRA_CA_CERTS as srt set it.
+		"if [ -x '" + node22 + "' ]; then '" + node22 + "' -e 'fetch(\"" + base + "/fetch\").then(r => r.text()).then(console.log, e => { console.log(\"fetch error\", e.cause || e); process.exit(1) })'; fi",
 		goBin + " " + base + "/go",
 		"git clone -q " + base + "/git/repo.git clone && cat clone/README",
 		// The leaf the client sees, and the bundle's first certificate
@@ -274,6 +282,9 @@ func TestTLSTerminate(t *testing.T) {
 				want = append(want, "upstream "+tlsTermIP+" saw /requests")
 			} else {
 				t.Log("python3-requests is not installed: the requests client is not tested (scripts/setup.sh installs it)")
+			}
+			if node22Err == nil {
+				want = append(want, "upstream "+tlsTermIP+" saw /fetch")
 			}
 			if nodeErr == nil {
 				want = append(want, "upstream "+tlsTermIP+" saw /node")
