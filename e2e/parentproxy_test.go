@@ -212,6 +212,18 @@ func TestParentProxy(t *testing.T) {
 				env: []string{"HTTPS_PROXY=" + parentURL, "http_proxy=" + parentURL}}.run(t)
 			check(t, stdout, stderr, code)
 		})
+		t.Run("credentials-kept-out", func(t *testing.T) {
+			// A corporate environment sets the proxy for many tools: none
+			// of those variables, nor any value holding the credentials,
+			// reaches the sandbox.
+			d := u.workDir(t)
+			stdout, stderr, code := srtRun{u: u, dir: d, settings: settingsWith(""), args: []string{"sh", "-c", "env; echo done"},
+				env: []string{"HTTPS_PROXY=" + parentURL, "PIP_PROXY=" + parentURL, "npm_config_https_proxy=" + parentURL,
+					"GLOBAL_AGENT_HTTPS_PROXY=" + parentURL, "SOCKS_PROXY=" + parentURL, "MY_NOTE=" + parentURL + "/x"}}.run(t)
+			if !strings.Contains(stdout, "done") || strings.Contains(stdout, "user:pw") || strings.Contains(stdout, "PIP_PROXY") {
+				t.Errorf("the parent's credentials or the user's proxy variables reached the sandbox (exit %d):\n%s\nstderr:\n%s", code, stdout, stderr)
+			}
+		})
 		t.Run("no-credentials", func(t *testing.T) {
 			stdout, stderr, code := sh(t, u, u.workDir(t), settingsWith(`{"http":"http://127.0.0.1:`+strconv.Itoa(parent.port)+`"}`),
 				"curl -sS -i --max-time 10 "+httpURL+"; "+curl+httpsURL+"; echo curl=$?")

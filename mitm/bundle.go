@@ -133,9 +133,14 @@ func hostRoots(getenv func(string) string, files []string) []byte {
 }
 
 // extraFile returns the CERTIFICATE blocks of one extraCaCertPaths file,
-// nothing (with a debug log) when it is missing, unreadable or has none.
+// nothing (with a debug log) when it is missing, unreadable or has none,
+// and nothing (with a warning) when another user owns it.
 func extraFile(path string) []byte {
-	data, err := os.ReadFile(path)
+	data, err := readTrusted(path)
+	if errors.Is(err, ErrForeignOwner) {
+		slog.Warn("tlsTerminate: extra CA file skipped", "path", path, "error", err)
+		return nil
+	}
 	if err != nil {
 		slog.Debug("tlsTerminate: extra CA file skipped", "path", path, "error", err)
 		return nil

@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -171,5 +172,35 @@ func TestTrustStore(t *testing.T) {
 	}
 	if len(certs) != 2 || certs[0].Subject.CommonName != "one" || certs[1].Subject.CommonName != "two" {
 		t.Fatalf("trust store holds %d certificates", len(certs))
+	}
+}
+
+// A trust file another user owns (one left in /tmp by anybody) is not
+// trusted: an extra CA file is skipped, a CA certificate or key refused.
+// Needs root, to give a file away.
+func TestForeignOwnedTrustFiles(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to chown a file to another user")
+	}
+	d := t.TempDir()
+	extra := filepath.Join(d, "extra.pem")
+	os.WriteFile(extra, testCert(t, "foreign"), 0o644)
+	if len(extraFile(extra)) == 0 {
+		t.Fatal("an extra CA file of srt's own user is skipped")
+	}
+	certPath, keyPath := writeCA(t, caTemplate(), ecKey(t), "PRIVATE KEY")
+	if _, err := LoadCA(certPath, keyPath); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{extra, certPath, keyPath} {
+		if err := os.Chown(f, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b := extraFile(extra); len(b) != 0 {
+		t.Error("an extra CA file owned by another user is trusted")
+	}
+	if _, err := LoadCA(certPath, keyPath); !errors.Is(err, ErrForeignOwner) {
+		t.Errorf("LoadCA of another user's files: %v, want ErrForeignOwner", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/big"
 	"os"
@@ -47,7 +48,28 @@ var (
 	// ErrExpired: the certificate is outside its validity period (expired
 	// or not yet valid).
 	ErrExpired = errors.New("CA certificate is not valid now")
+	// ErrForeignOwner: the file belongs to neither srt's user nor root,
+	// so another user could have chosen the CA.
+	ErrForeignOwner = errors.New("the file belongs to another user (neither srt's user nor root)")
 )
+
+// readTrusted reads a trust file (the CA's certificate or key, an extra
+// CA file) that must belong to srt's user or root (ErrForeignOwner).
+func readTrusted(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !ownerTrusted(fi) {
+		return nil, ErrForeignOwner
+	}
+	return io.ReadAll(f)
+}
 
 // FileError is every error of LoadCA: what is wrong with one of its two
 // files. Its text is "PATH: what is wrong" ("open PATH: ..." when the
@@ -109,7 +131,7 @@ func loadCert(path string) (*x509.Certificate, error) {
 }
 
 func parseCert(path string) (*x509.Certificate, error) {
-	data, err := os.ReadFile(path)
+	data, err := readTrusted(path)
 	if err != nil {
 		return nil, err // an *fs.PathError, naming the path
 	}
@@ -146,7 +168,7 @@ func loadKey(path string) (crypto.Signer, error) {
 }
 
 func parseKey(path string) (crypto.Signer, error) {
-	data, err := os.ReadFile(path)
+	data, err := readTrusted(path)
 	if err != nil {
 		return nil, err // an *fs.PathError, naming the path
 	}

@@ -314,6 +314,9 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 			p.DenyWrite = append(p.DenyWrite, makePath(f, OriginMandatory, "mandatory: network.tlsTerminate's CA files"))
 		}
 	}
+	for _, f := range hostRootPaths() {
+		p.DenyWrite = append(p.DenyWrite, makePath(f, OriginMandatory, "mandatory: the host's root certificates (SSL_CERT_FILE, SSL_CERT_DIR)"))
+	}
 	if r.err != nil {
 		return nil, r.err
 	}

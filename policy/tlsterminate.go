@@ -35,8 +35,8 @@ type TLS struct {
 	CAKeyPath string
 	// TrustFiles are the files srt reads its trust from at start
 	// (caCertPath, caKeyPath and every extraCaCertPaths entry, present or
-	// not, "~/" expanded; the host's roots, mitm.HostRootPaths, as srt's
-	// environment names them): Compile write-denies them inside the sandbox,
+	// not, "~/" expanded): Compile write-denies them inside the sandbox
+	// (and the host's roots, hostRootPaths, on every run),
 	// so that no run can choose what a later run's proxy verifies
 	// upstreams with or mints with, nor change a CA the host itself may
 	// trust (the threat model: a run controls its write roots between
@@ -89,13 +89,6 @@ func tlsOf(n settings.Network, home string) (*TLS, error) {
 		extra[i] = expand(p)
 	}
 	out.TrustFiles = append(out.TrustFiles, extra...)
-	// The host's roots as srt's own environment names them
-	// (SSL_CERT_FILE, SSL_CERT_DIR), which may point into a write root.
-	for _, p := range mitm.HostRootPaths(os.Getenv) {
-		if filepath.IsAbs(p) {
-			out.TrustFiles = append(out.TrustFiles, p)
-		}
-	}
 	roots, err := mitm.UpstreamRoots(extra)
 	if err != nil {
 		return nil, fmt.Errorf("network.tlsTerminate: %w", err)
@@ -143,4 +136,21 @@ func excludeOf(list []string) (func(string, int) bool, error) {
 		}
 		return false
 	}, nil
+}
+
+// hostRootPaths are the host's root certificate files and directories as
+// srt's own environment names them (mitm.HostRootPaths: SSL_CERT_FILE,
+// SSL_CERT_DIR, else Go's defaults), a relative one made absolute against
+// srt's working directory, where Go's crypto/x509 reads it. srt verifies
+// upstreams with them (a terminated tunnel's, an https:// parent proxy),
+// so Compile write-denies them on every run: a run that could write one
+// would choose what a later run's srt trusts.
+func hostRootPaths() []string {
+	var out []string
+	for _, p := range mitm.HostRootPaths(os.Getenv) {
+		if abs, err := filepath.Abs(p); err == nil {
+			out = append(out, abs)
+		}
+	}
+	return out
 }

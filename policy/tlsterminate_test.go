@@ -189,7 +189,9 @@ func TestTLSHostRootsWriteDenied(t *testing.T) {
 	os.Mkdir(dir, 0o755)
 	t.Setenv("SSL_CERT_DIR", dir)
 	t.Setenv("SSL_CERT_FILE", file)
-	s := tlsSettings(t, &settings.TLSTerminate{})
+	// Every run, not only one that terminates TLS: a run with other
+	// settings must not plant a root for a later one.
+	s := tlsSettings(t, nil)
 	s.Filesystem.AllowWrite = []settings.PathEntry{{Path: "."}}
 	p, err := Compile(s, Env{Cwd: cwd, Home: t.TempDir()})
 	if err != nil {
@@ -221,6 +223,28 @@ func TestTLSKeyAllowReadIgnored(t *testing.T) {
 		}
 		if !p.Readable(cert) {
 			t.Errorf("allowRead %q: the certificate is not readable", allow)
+		}
+	}
+}
+
+// A relative SSL_CERT_FILE / SSL_CERT_DIR is read by Go from srt's
+// working directory: it is write-denied there.
+func TestTLSHostRootsRelative(t *testing.T) {
+	cwd := t.TempDir()
+	cwd, _ = filepath.EvalSymlinks(cwd)
+	t.Chdir(cwd)
+	os.Mkdir(filepath.Join(cwd, "certs"), 0o755)
+	t.Setenv("SSL_CERT_DIR", "certs")
+	t.Setenv("SSL_CERT_FILE", "roots.pem")
+	s := tlsSettings(t, &settings.TLSTerminate{})
+	s.Filesystem.AllowWrite = []settings.PathEntry{{Path: "."}}
+	p, err := Compile(s, Env{Cwd: cwd, Home: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{filepath.Join(cwd, "roots.pem"), filepath.Join(cwd, "certs", "evil.pem")} {
+		if p.Writable(f) {
+			t.Errorf("%s is writable inside the sandbox", f)
 		}
 	}
 }

@@ -83,7 +83,7 @@ func launchNative(ctx context.Context, rt *Runtime, s *session) (runner, error) 
 		lg.Info("violation monitor not started; Seatbelt denials are not reported", "err", err)
 		r.mon = nil
 	}
-	env := SanitizedEnv(hostEnv(), nil)
+	env := proxy.ScrubEnv(SanitizedEnv(hostEnv(), nil), nil)
 	env = envlist.Set(env, "SANDBOX_RUNTIME", "1")
 	env = envlist.Set(env, "TMPDIR", tmpdir)
 	for _, kv := range proxy.Env(r.httpPort, r.socksPort) {

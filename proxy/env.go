@@ -159,3 +159,33 @@ func MergeJavaTrustStore(inherited, storePath, password string) string {
 	}
 	return inherited + " " + ours
 }
+
+// ScrubEnv returns env ("KEY=value" strings) without what would carry
+// the user's own proxy settings into the sandbox, credentials included
+// (a corporate proxy's user:password@): every variable whose name ends in
+// _PROXY, either case (PIP_PROXY, SOCKS_PROXY, YARN_HTTPS_PROXY,
+// npm_config_https_proxy, GLOBAL_AGENT_HTTPS_PROXY, NO_PROXY …), and
+// every variable whose value holds parent's user information (nil parent:
+// none). Call it on the inherited environment before setting Env's
+// variables, which then point every client at srt's own proxies.
+func ScrubEnv(env []string, parent *Parent) []string {
+	secrets := parent.userinfos()
+	out := env[:0:0]
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		if strings.HasSuffix(strings.ToLower(k), "_proxy") {
+			continue
+		}
+		leak := false
+		for _, s := range secrets {
+			if strings.Contains(v, s) {
+				leak = true
+				break
+			}
+		}
+		if !leak {
+			out = append(out, kv)
+		}
+	}
+	return out
+}

@@ -3,6 +3,7 @@ package proxy
 import (
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -122,5 +123,23 @@ func TestTrustEnv(t *testing.T) {
 	}
 	if got := MergeJavaTrustStore("-Xmx1g", "/a b.p12", "x"); got != "-Xmx1g" {
 		t.Fatalf("a path with a space: %q", got)
+	}
+}
+
+// ScrubEnv drops every *_PROXY variable and every value holding the
+// parent's credentials, and keeps the rest (a user name alone is no
+// secret: HOME and USER stay).
+func TestScrubEnv(t *testing.T) {
+	u, _ := url.Parse("http://alice:s3cret-pw@proxy.corp:3128")
+	p := NewParent(u, u, "")
+	env := ScrubEnv([]string{"HOME=/home/alice", "USER=alice", "PATH=/bin", "PIP_PROXY=http://alice:s3cret-pw@proxy.corp:3128",
+		"npm_config_https_proxy=http://x@y", "SOCKS_PROXY=socks5://proxy.corp", "no_proxy=.corp", "MY_URL=https://alice:s3cret-pw@proxy.corp/",
+		"TOKEN_NOTE=s3cret-pw", "OTHER=fine"}, p)
+	want := []string{"HOME=/home/alice", "USER=alice", "PATH=/bin", "OTHER=fine"}
+	if !slices.Equal(env, want) {
+		t.Fatalf("ScrubEnv = %q, want %q", env, want)
+	}
+	if got := ScrubEnv([]string{"A=1", "HTTPS_PROXY=http://p"}, nil); !slices.Equal(got, []string{"A=1"}) {
+		t.Fatalf("nil parent: %q", got)
 	}
 }

@@ -378,11 +378,17 @@ func withoutHopByHop(h http.Header) http.Header {
 var overrideHeaders = []string{"X-Http-Method-Override", "X-Http-Method", "X-Method-Override",
 	"X-Original-Url", "X-Rewrite-Url", "X-Original-Method"}
 
-// overrideHeader returns the first of overrideHeaders that h has, or "".
+// overrideHeader returns the first header of h that is one of
+// overrideHeaders, compared as CGI, WSGI and PHP read a name (case
+// folded, '_' and '.' the same as '-': X_Original_URL is
+// HTTP_X_ORIGINAL_URL to them too), or "".
 func overrideHeader(h http.Header) string {
-	for _, name := range overrideHeaders {
-		if _, ok := h[name]; ok {
-			return name
+	for name := range h {
+		f := foldHeaderName(name)
+		for _, o := range overrideHeaders {
+			if f == foldHeaderName(o) {
+				return name
+			}
 		}
 	}
 	return ""

@@ -181,6 +181,29 @@ func hostAddr(a netip.Addr) bool {
 	return false
 }
 
+// userinfos are what of p's URLs' user information ScrubEnv looks for
+// in a value: "user:password@" as written and "user@", and the password
+// itself when it is not too short to be told from other text; none for a
+// nil p.
+func (p *Parent) userinfos() []string {
+	if p == nil {
+		return nil
+	}
+	var out []string
+	for _, u := range []*url.URL{p.http, p.https} {
+		if u == nil || u.User == nil {
+			continue
+		}
+		// With its '@': a user name alone is also a login name, found in
+		// HOME and USER, which must stay.
+		out = append(out, u.User.String()+"@", u.User.Username()+"@")
+		if pw, ok := u.User.Password(); ok && len(pw) >= 4 {
+			out = append(out, pw)
+		}
+	}
+	return out
+}
+
 // isLocalhostName reports whether host is localhost or a name under
 // .localhost (RFC 6761 §6.3: this host's loopback, whatever DNS says).
 func isLocalhostName(host string) bool {

@@ -158,6 +158,7 @@ func Start(ctx context.Context, cfg Config) (_ *Process, err error) {
 	}
 	env = envlist.Set(env, "SANDBOX_RUNTIME", "1")
 	env = envlist.Set(env, "TMPDIR", tmpdir)
+	env = proxy.ScrubEnv(env, nw.Parent)
 	for _, kv := range proxy.Env(httpPort, socksPort) {
 		k, v, _ := strings.Cut(kv, "=")
 		env = envlist.Set(env, k, v)

@@ -269,6 +269,11 @@ func StartLandlock(ctx context.Context, cfg Config, warn io.Writer) (*landlockPr
 	}
 	env = envlist.Set(env, "SANDBOX_RUNTIME", "1")
 	env = envlist.Set(env, "TMPDIR", tmpdir)
+	var parent *proxy.Parent
+	if cfg.Policy != nil {
+		parent = cfg.Policy.Network.Parent
+	}
+	env = proxy.ScrubEnv(env, parent)
 	for _, kv := range proxy.Env(ports[0], ports[1]) {
 		k, v, _ := cutKV(kv)
 		env = envlist.Set(env, k, v)

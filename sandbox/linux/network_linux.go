@@ -214,8 +214,11 @@ func recvListeners(conn *os.File) ([]namedListener, error) {
 
 // proxyEnv is the environment that points clients at the proxies, and
 // GIT_SSH_COMMAND, which sends ssh through the HTTP proxy with srt's own
-// binary as its ProxyCommand.
-func proxyEnv(env []string, srtPath string) []string {
+// binary as its ProxyCommand. The user's own proxy variables, and any
+// value holding parent's credentials, are dropped first
+// (proxy.ScrubEnv).
+func proxyEnv(env []string, srtPath string, parent *proxy.Parent) []string {
+	env = proxy.ScrubEnv(env, parent)
 	for _, kv := range proxy.Env(HTTPProxyPort, SOCKSProxyPort) {
 		k, v, _ := cutKV(kv)
 		env = envlist.Set(env, k, v)

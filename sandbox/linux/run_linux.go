@@ -262,7 +262,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		return nil, &SetupError{err}
 	}
 	spec.Listeners = p.net.sandboxListeners()
-	env = proxyEnv(env, plan.Helper)
+	env = proxyEnv(env, plan.Helper, cfg.Policy.Network.Parent)
 
 	stdin, stdout, stderr := cfg.Stdin, cfg.Stdout, cfg.Stderr
 	if p.term, err = newTerminal(&stdin, &stdout, &stderr); err != nil {
