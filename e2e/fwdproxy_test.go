@@ -2,9 +2,15 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -67,4 +73,24 @@ func forwardProxy(t *testing.T, dial func(ctx context.Context, network, addr str
 		w.WriteHeader(resp.StatusCode)
 		io.Copy(w, resp.Body)
 	})
+}
+
+// startViaParentTLS serves HTTPS with testCertificates' leaf to
+// connections from parentFrom only (onlyViaParent), answering
+// "<greeting> <Host>\n"; the CA that signed the leaf is written to
+// dir/ca.pem. It returns the CA file's path and the server's port.
+func startViaParentTLS(t *testing.T, dir, greeting string) (caPath, port string) {
+	t.Helper()
+	ca, leaf := testCertificates(t)
+	caPath = filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(caPath, ca, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewUnstartedServer(onlyViaParent(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%s %s\n", greeting, r.Host)
+	})))
+	ts.TLS = &tls.Config{Certificates: []tls.Certificate{leaf}}
+	ts.StartTLS()
+	t.Cleanup(ts.Close)
+	return caPath, strconv.Itoa(portOf(t, ts.Listener.Addr()))
 }

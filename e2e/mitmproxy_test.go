@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -117,18 +116,8 @@ func TestMITMProxy(t *testing.T) {
 		fmt.Fprintf(w, "via mitm %s\n", r.Host)
 	}))))
 	t.Cleanup(hs.Close)
-	ca, leaf := testCertificates(t)
-	caPath := filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(caPath, ca, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewUnstartedServer(onlyViaParent(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "via mitm over TLS %s\n", r.Host)
-	})))
-	ts.TLS = &tls.Config{Certificates: []tls.Certificate{leaf}}
-	ts.StartTLS()
-	t.Cleanup(ts.Close)
-	hp, tp := strconv.Itoa(portOf(t, hs.Listener.Addr())), strconv.Itoa(portOf(t, ts.Listener.Addr()))
+	caPath, tp := startViaParentTLS(t, dir, "via mitm over TLS")
+	hp := strconv.Itoa(portOf(t, hs.Listener.Addr()))
 	settingsFor := func(sock string) string {
 		return `{"filesystem":{"allowWrite":["."]},"network":{"allowedDomains":["` + hostAllowed + `","other.srt-test"],` +
 			`"mitmProxy":{"socketPath":"` + sock + `","domains":["` + hostAllowed + `"]}}}`

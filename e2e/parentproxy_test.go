@@ -1,14 +1,12 @@
 package e2e
 
 import (
-	"crypto/tls"
 	"encoding/base64"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -102,20 +100,10 @@ func TestParentProxy(t *testing.T) {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintf(w, "via parent %s\n", r.Host) })
 	hs := httptest.NewServer(onlyViaParent(mux))
 	t.Cleanup(hs.Close)
-	ca, leaf := testCertificates(t)
-	caPath := filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(caPath, ca, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewUnstartedServer(onlyViaParent(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "via parent over TLS %s\n", r.Host)
-	})))
-	ts.TLS = &tls.Config{Certificates: []tls.Certificate{leaf}}
-	ts.StartTLS()
-	t.Cleanup(ts.Close)
+	caPath, tp := startViaParentTLS(t, dir, "via parent over TLS")
 	parent := startParentFixture(t)
 
-	hp, tp := strconv.Itoa(portOf(t, hs.Listener.Addr())), strconv.Itoa(portOf(t, ts.Listener.Addr()))
+	hp := strconv.Itoa(portOf(t, hs.Listener.Addr()))
 	parentURL := "http://user:pw@127.0.0.1:" + strconv.Itoa(parent.port)
 	rules := `"allowedDomains":["` + hostAllowed + `","` + hostDenied + `"],"deniedDomains":["` + hostDenied + `"]`
 	settingsWith := func(pp string) string {
