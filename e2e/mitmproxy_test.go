@@ -2,10 +2,7 @@ package e2e
 
 import (
 	"bufio"
-	"context"
-	"crypto/tls"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -17,7 +14,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // mitmFixture is an HTTP forward proxy (CONNECT and absolute-URI plain
@@ -39,51 +35,12 @@ func (m *mitmFixture) seen() string {
 func startMITMFixture(t *testing.T, dir string) *mitmFixture {
 	t.Helper()
 	m := &mitmFixture{path: filepath.Join(dir, "mitm.sock")}
-	dial := func(ctx context.Context, _, addr string) (net.Conn, error) {
-		_, port, _ := net.SplitHostPort(addr)
-		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(parentFrom)}, Timeout: 5 * time.Second}
-		return d.DialContext(ctx, "tcp", net.JoinHostPort("127.0.0.1", port))
-	}
-	tr := &http.Transport{DialContext: dial}
-	t.Cleanup(tr.CloseIdleConnections)
+	fwd := forwardProxy(t, dialFromParentFrom)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		m.mu.Lock()
 		m.targets = append(m.targets, r.Method+" "+r.RequestURI)
 		m.mu.Unlock()
-		if r.Method == http.MethodConnect {
-			up, err := dial(r.Context(), "tcp", r.RequestURI)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadGateway)
-				return
-			}
-			defer up.Close()
-			w.WriteHeader(200)
-			w.(http.Flusher).Flush()
-			c, brw, err := http.NewResponseController(w).Hijack()
-			if err != nil {
-				return
-			}
-			defer c.Close()
-			// The server may have read the client's first bytes before
-			// the hijack.
-			if n := brw.Reader.Buffered(); n > 0 {
-				b, _ := brw.Reader.Peek(n)
-				up.Write(b)
-			}
-			go func() { io.Copy(up, c); up.(*net.TCPConn).CloseWrite() }()
-			io.Copy(c, up)
-			return
-		}
-		out := r.Clone(context.Background())
-		out.RequestURI = ""
-		resp, err := tr.RoundTrip(out)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		w.WriteHeader(resp.StatusCode)
-		io.Copy(w, resp.Body)
+		fwd.ServeHTTP(w, r)
 	})
 	ln, err := net.Listen("unix", m.path)
 	if err != nil {
@@ -159,18 +116,8 @@ func TestMITMProxy(t *testing.T) {
 		fmt.Fprintf(w, "via mitm %s\n", r.Host)
 	}))))
 	t.Cleanup(hs.Close)
-	ca, leaf := testCertificates(t)
-	caPath := filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(caPath, ca, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewUnstartedServer(onlyViaParent(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "via mitm over TLS %s\n", r.Host)
-	})))
-	ts.TLS = &tls.Config{Certificates: []tls.Certificate{leaf}}
-	ts.StartTLS()
-	t.Cleanup(ts.Close)
-	hp, tp := strconv.Itoa(portOf(t, hs.Listener.Addr())), strconv.Itoa(portOf(t, ts.Listener.Addr()))
+	caPath, tp := startViaParentTLS(t, dir, "via mitm over TLS")
+	hp := strconv.Itoa(portOf(t, hs.Listener.Addr()))
 	settingsFor := func(sock string) string {
 		return `{"filesystem":{"allowWrite":["."]},"network":{"allowedDomains":["` + hostAllowed + `","other.srt-test"],` +
 			`"mitmProxy":{"socketPath":"` + sock + `","domains":["` + hostAllowed + `"]}}}`

@@ -102,23 +102,7 @@ func setupNetwork(t *testing.T) *netEnv {
 
 	// A bare repository with one commit, for the dumb HTTP protocol and
 	// for git-upload-pack over SSH.
-	src := filepath.Join(dir, "src")
-	e.repo = filepath.Join(dir, "repo.git")
-	gitEnv := append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-	for _, c := range [][]string{
-		{"git", "init", "-q", "-b", "main", src},
-		{"sh", "-c", "echo 'hello from the repo' > " + src + "/README"},
-		{"git", "-C", src, "add", "README"},
-		{"git", "-C", src, "commit", "-q", "-m", "first"},
-		{"git", "clone", "-q", "--bare", src, e.repo},
-		{"git", "-C", e.repo, "update-server-info"},
-	} {
-		cmd := exec.Command(c[0], c[1:]...)
-		cmd.Env = gitEnv
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("%q: %v\n%s", c, err, out)
-		}
-	}
+	e.repo = bareRepo(t, dir, "hello from the repo")
 
 	// Plain HTTP origin: "/" greets, "/repo.git/" is the repository.
 	mux := http.NewServeMux()

@@ -1,22 +1,16 @@
 package e2e
 
 import (
-	"context"
-	"crypto/tls"
 	"encoding/base64"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 )
 
 // parentFrom is the address the parent proxy fixture dials from. The
@@ -48,13 +42,7 @@ func (p *parentFixture) saw(sub string) bool {
 func startParentFixture(t *testing.T) *parentFixture {
 	t.Helper()
 	p := &parentFixture{}
-	dial := func(ctx context.Context, _, addr string) (net.Conn, error) {
-		_, port, _ := net.SplitHostPort(addr)
-		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(parentFrom)}, Timeout: 5 * time.Second}
-		return d.DialContext(ctx, "tcp", net.JoinHostPort("127.0.0.1", port))
-	}
-	tr := &http.Transport{DialContext: dial}
-	t.Cleanup(tr.CloseIdleConnections)
+	fwd := forwardProxy(t, dialFromParentFrom)
 	want := "Basic " + base64.StdEncoding.EncodeToString([]byte("user:pw"))
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
@@ -72,42 +60,10 @@ func startParentFixture(t *testing.T) *parentFixture {
 			r.Write(w)
 			return
 		}
-		if r.Method == http.MethodConnect {
-			up, err := dial(r.Context(), "tcp", r.RequestURI)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadGateway)
-				return
-			}
-			defer up.Close()
-			w.WriteHeader(200)
-			w.(http.Flusher).Flush()
-			c, brw, err := http.NewResponseController(w).Hijack()
-			if err != nil {
-				return
-			}
-			defer c.Close()
-			if n := brw.Reader.Buffered(); n > 0 {
-				b, _ := brw.Reader.Peek(n)
-				up.Write(b)
-			}
-			go func() { io.Copy(up, c); up.(*net.TCPConn).CloseWrite() }()
-			io.Copy(c, up)
-			return
-		}
-		out := r.Clone(context.Background())
-		out.RequestURI = ""
+		// The parent's credentials stop here.
+		out := r.Clone(r.Context())
 		out.Header.Del("Proxy-Authorization")
-		resp, err := tr.RoundTrip(out)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		for k, v := range resp.Header {
-			w.Header()[k] = v
-		}
-		w.WriteHeader(resp.StatusCode)
-		io.Copy(w, resp.Body)
+		fwd.ServeHTTP(w, out)
 	}))
 	t.Cleanup(s.Close)
 	p.port = portOf(t, s.Listener.Addr())
@@ -138,41 +94,16 @@ func TestParentProxy(t *testing.T) {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	os.Chmod(dir, 0o755)
-	src, repo := filepath.Join(dir, "src"), filepath.Join(dir, "repo.git")
-	gitEnv := append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-	for _, c := range [][]string{
-		{"git", "init", "-q", "-b", "main", src},
-		{"sh", "-c", "echo 'hello from the parent repo' > " + src + "/README"},
-		{"git", "-C", src, "add", "README"},
-		{"git", "-C", src, "commit", "-q", "-m", "first"},
-		{"git", "clone", "-q", "--bare", src, repo},
-		{"git", "-C", repo, "update-server-info"},
-	} {
-		cmd := exec.Command(c[0], c[1:]...)
-		cmd.Env = gitEnv
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("%q: %v\n%s", c, err, out)
-		}
-	}
+	repo := bareRepo(t, dir, "hello from the parent repo")
 	mux := http.NewServeMux()
 	mux.Handle("/repo.git/", http.StripPrefix("/repo.git/", http.FileServer(http.Dir(repo))))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintf(w, "via parent %s\n", r.Host) })
 	hs := httptest.NewServer(onlyViaParent(mux))
 	t.Cleanup(hs.Close)
-	ca, leaf := testCertificates(t)
-	caPath := filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(caPath, ca, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewUnstartedServer(onlyViaParent(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "via parent over TLS %s\n", r.Host)
-	})))
-	ts.TLS = &tls.Config{Certificates: []tls.Certificate{leaf}}
-	ts.StartTLS()
-	t.Cleanup(ts.Close)
+	caPath, tp := startViaParentTLS(t, dir, "via parent over TLS")
 	parent := startParentFixture(t)
 
-	hp, tp := strconv.Itoa(portOf(t, hs.Listener.Addr())), strconv.Itoa(portOf(t, ts.Listener.Addr()))
+	hp := strconv.Itoa(portOf(t, hs.Listener.Addr()))
 	parentURL := "http://user:pw@127.0.0.1:" + strconv.Itoa(parent.port)
 	rules := `"allowedDomains":["` + hostAllowed + `","` + hostDenied + `"],"deniedDomains":["` + hostDenied + `"]`
 	settingsWith := func(pp string) string {

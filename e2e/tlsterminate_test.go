@@ -197,21 +197,7 @@ func TestTLSTerminate(t *testing.T) {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	os.Chmod(dir, 0o755)
-	src, repo := filepath.Join(dir, "src"), filepath.Join(dir, "repo.git")
-	gitEnv := append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-	for _, c := range [][]string{
-		{"git", "init", "-q", "-b", "main", src},
-		{"sh", "-c", "echo 'hello over terminated TLS' > " + src + "/README"},
-		{"git", "-C", src, "add", "README"},
-		{"git", "-C", src, "commit", "-q", "-m", "first"},
-		{"git", "clone", "-q", "--bare", src, repo},
-	} {
-		cmd := exec.Command(c[0], c[1:]...)
-		cmd.Env = gitEnv
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("%q: %v\n%s", c, err, out)
-		}
-	}
+	bareRepo(t, dir, "hello over terminated TLS")
 	pki := newTLSPKI(t, tlsUpstreamCN)
 	write := func(name string, b []byte) string {
 		p := filepath.Join(dir, name)

@@ -1,9 +1,7 @@
 package proxy
 
 import (
-	"context"
 	"errors"
-	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -13,7 +11,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/srt-go/srt/internal/halfclose"
 	"github.com/srt-go/srt/netrule"
 )
 
@@ -35,45 +32,12 @@ func (m *mitmFixture) seen() []string {
 func startMITM(t testing.TB) *mitmFixture {
 	t.Helper()
 	m := &mitmFixture{path: filepath.Join(t.TempDir(), "mitm.sock")}
-	f := &fwdProxy{}
-	tr := &http.Transport{DialContext: f.dial}
-	t.Cleanup(tr.CloseIdleConnections)
+	fwd := forwardHandler(t, (&fwdProxy{}).dial)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		m.mu.Lock()
 		m.targets = append(m.targets, r.Method+" "+r.RequestURI)
 		m.mu.Unlock()
-		if r.Method == http.MethodConnect {
-			up, err := f.dial(r.Context(), "tcp", r.RequestURI)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadGateway)
-				return
-			}
-			w.WriteHeader(200)
-			w.(http.Flusher).Flush()
-			c, brw, err := http.NewResponseController(w).Hijack()
-			if err != nil {
-				up.Close()
-				return
-			}
-			// The server may have read the client's first bytes (its
-			// ClientHello, sent right after the 200) before the hijack.
-			if n := brw.Reader.Buffered(); n > 0 {
-				b, _ := brw.Reader.Peek(n)
-				up.Write(b)
-			}
-			halfclose.Pipe(c, up)
-			return
-		}
-		out := r.Clone(context.Background())
-		out.RequestURI = ""
-		resp, err := tr.RoundTrip(out)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		w.WriteHeader(resp.StatusCode)
-		io.Copy(w, resp.Body)
+		fwd.ServeHTTP(w, r)
 	})
 	ln, err := net.Listen("unix", m.path)
 	if err != nil {

@@ -18,8 +18,6 @@ import (
 	"time"
 
 	xproxy "golang.org/x/net/proxy"
-
-	"github.com/srt-go/srt/internal/halfclose"
 )
 
 // parentSrc is the address the fixture parent dials from. The upstreams
@@ -51,8 +49,7 @@ func startParent(t *testing.T, useTLS bool) *fwdProxy {
 	t.Helper()
 	f := &fwdProxy{}
 	want := "Basic " + base64.StdEncoding.EncodeToString([]byte("user:p@ss"))
-	tr := &http.Transport{DialContext: f.dial}
-	t.Cleanup(tr.CloseIdleConnections)
+	fwd := forwardHandler(t, f.dial)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		target := r.Method + " " + r.RequestURI
 		f.mu.Lock()
@@ -69,37 +66,10 @@ func startParent(t *testing.T, useTLS bool) *fwdProxy {
 			r.Write(w)
 			return
 		}
-		if r.Method == http.MethodConnect {
-			up, err := f.dial(r.Context(), "tcp", r.RequestURI)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadGateway)
-				return
-			}
-			w.WriteHeader(200)
-			w.(http.Flusher).Flush()
-			c, brw, err := http.NewResponseController(w).Hijack()
-			if err != nil {
-				up.Close()
-				return
-			}
-			if n := brw.Reader.Buffered(); n > 0 {
-				b, _ := brw.Reader.Peek(n)
-				up.Write(b)
-			}
-			halfclose.Pipe(c, up)
-			return
-		}
-		out := r.Clone(context.Background())
-		out.RequestURI = ""
+		// The parent's credentials stop here.
+		out := r.Clone(r.Context())
 		out.Header.Del("Proxy-Authorization")
-		resp, err := tr.RoundTrip(out)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		w.WriteHeader(resp.StatusCode)
-		io.Copy(w, resp.Body)
+		fwd.ServeHTTP(w, out)
 	})
 	if useTLS {
 		f.srv = httptest.NewTLSServer(h)
