@@ -202,6 +202,12 @@ func (t requestTarget) decodedPaths(asSpelled bool) (readings []string, ok bool)
 	if err != nil {
 		return nil, false
 	}
+	// A NUL (where C servers cut the path) or bytes that are not UTF-8
+	// (overlong forms such as %c0%ae, which old decoders read as '.')
+	// leave no reading srt can vouch for.
+	if strings.ContainsRune(d, 0) || !utf8.ValidString(d) {
+		return nil, false
+	}
 	readings = []string{a, normalizePath(d)}
 	if asSpelled {
 		readings = append(readings, d)

@@ -53,13 +53,15 @@ func TestTerminateFiltered(t *testing.T) {
 			method, path string
 			status       int
 		}{
-			{"DELETE", "/api/x", 403},        // httpRules: method
-			{"GET", "/apix", 403},            // httpRules: path prefix at a segment boundary
-			{"POST", "/api/x", 451},          // the hook
-			{"GET", "/api/../admin", 400},    // ambiguous
-			{"GET", "/api/..;/admin", 400},   // ambiguous to a servlet container
-			{"GET", "/api/x#override", 400},  // X-HTTP-Method-Override below
-			{"GET", "/api/x#override_", 400}, // X_Original_URL below
+			{"DELETE", "/api/x", 403},               // httpRules: method
+			{"GET", "/apix", 403},                   // httpRules: path prefix at a segment boundary
+			{"GET", "/api/%c0%ae%c0%ae/admin", 403}, // overlong UTF-8: no reading srt can vouch for
+			{"GET", "/api/x%00.html", 403},          // a NUL, where C servers cut the path
+			{"POST", "/api/x", 451},                 // the hook
+			{"GET", "/api/../admin", 400},           // ambiguous
+			{"GET", "/api/..;/admin", 400},          // ambiguous to a servlet container
+			{"GET", "/api/x#override", 400},         // X-HTTP-Method-Override below
+			{"GET", "/api/x#override_", 400},        // X_Original_URL below
 			{"TRACE", "/api/x", 405},
 		} {
 			var body io.Reader
