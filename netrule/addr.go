@@ -78,6 +78,11 @@ func candidates(ip netip.Addr) []netip.Addr {
 	return out
 }
 
+// Candidates is candidates for other packages: ip (IPv4-mapped
+// unmapped) and every IPv4 address an IPv6 form of it embeds, each to be
+// judged (the parent proxy's addresses, proxy.Parent.Forbidden).
+func Candidates(ip netip.Addr) []netip.Addr { return candidates(ip) }
+
 // ClassifyAddr returns the guarded class ip belongs to ("loopback",
 // "private", "link-local", "carrier-grade NAT", "multicast",
 // "unspecified", "reserved", "cloud metadata"), judging IPv6 forms that

@@ -138,6 +138,18 @@ func (p *Parent) Forbidden(ap netip.AddrPort) string {
 	if p == nil {
 		return ""
 	}
+	// Each IPv4 address an IPv6 spelling embeds (NAT64, IPv4-compatible,
+	// 6to4, Teredo) is judged too.
+	for _, c := range netrule.Candidates(ap.Addr()) {
+		if why := p.forbidden(netip.AddrPortFrom(c, ap.Port())); why != "" {
+			return why
+		}
+	}
+	return ""
+}
+
+// forbidden is Forbidden for one address form.
+func (p *Parent) forbidden(ap netip.AddrPort) string {
 	a := ap.Addr().Unmap()
 	var known []netip.Addr // the parent's addresses on ap's port
 	p.mu.Lock()

@@ -175,6 +175,11 @@ func TestParentForbidden(t *testing.T) {
 	} else {
 		t.Log("no non-loopback interface address: the wildcard case is not tested")
 	}
+	for _, a := range []string{"[64:ff9b::7f00:1]:3128", "[::127.0.0.1]:3128", "[::ffff:127.0.0.1]:3128"} {
+		if mk("http://127.0.0.1:3128").Forbidden(ap(a)) == "" {
+			t.Errorf("loopback parent: %s, which embeds 127.0.0.1, not forbidden", a)
+		}
+	}
 	if mk("http://127.0.0.1:3128").Forbidden(ap("192.0.2.77:3128")) != "" {
 		t.Error("loopback parent: a remote address forbidden")
 	}
