@@ -142,6 +142,12 @@ type Policy struct {
 	// its hooks are not.
 	AllowGitConfig bool
 
+	// MaskedFiles are the credentials.files entries of mode "mask" that
+	// exist (policy/credentials.go): each shown inside the sandbox as a
+	// read-only copy with sentinels in place of its secrets, mounted over
+	// the file at its resolved path. Their real paths are in DenyWrite.
+	MaskedFiles []MaskedFile
+
 	// View, when not nil, confines the sandbox to a few system
 	// directories and the View's mounts: nothing else is readable (see
 	// CompileView). Nil means the whole host is visible, read-only

@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"fmt"
+	"github.com/srt-go/srt/credential"
 	"net"
 	"net/url"
 	"os"
@@ -62,6 +63,11 @@ type Network struct {
 	// network.httpRules, refuseOpaqueTunnels, ambiguousRequestTarget and
 	// stripResponseHeaders (policy/filter.go).
 	Filter proxy.Filtering
+	// Credentials are the masked secrets (settings' credentials,
+	// policy/credentials.go): the proxy's substitutions
+	// (proxy.Config.Credentials) and the sandbox's environment
+	// (credential.Set.Environ, applied by every runtime). Nil for none.
+	Credentials *credential.Set
 }
 
 // Process are the rules about what the sandboxed processes may do

@@ -24,6 +24,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/srt-go/srt/credential"
 	"io"
 	"log/slog"
 	"net"
@@ -117,6 +118,14 @@ type Config struct {
 	// HTTPRules, RefuseOpaqueTunnels and the rest. The zero value filters
 	// nothing.
 	Filtering
+	// Credentials, when not nil, are the sandbox's masked secrets
+	// (credential.Set, issue 18): their sentinels are replaced by the
+	// real values in requests to each secret's hosts over TLS srt
+	// terminated (and in cleartext only if the Set allows it), SigV4
+	// requests signed with a masked key are re-signed, and every real
+	// value is replaced by its sentinel in whatever goes back to the
+	// client. Fixed for the Server's life.
+	Credentials *credential.Set
 }
 
 // DefaultMaxConns is Config.MaxConns when zero: generous for one

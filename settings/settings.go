@@ -43,6 +43,9 @@ type Settings struct {
 	BwrapPath string `json:"bwrapPath,omitempty"`
 	// Git holds git-specific settings.
 	Git Git `json:"git,omitempty"`
+	// Credentials are the secrets the sandboxed command must not read in
+	// clear (reference 0.0.83 "credentials"; issue 18); nil for none.
+	Credentials *Credentials `json:"credentials,omitempty"`
 
 	// Ignored lists the dotted paths of keys that were accepted but have no
 	// effect in this implementation (the reference's helper settings such as
