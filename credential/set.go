@@ -64,19 +64,51 @@ type Set struct {
 	secrets []Secret
 	opts    Options
 	ingress *Replacer
+	// egress are, per secret (same index), its sentinel→real pairs.
+	egress [][]pair
 }
 
 // NewSet makes the Set of secrets. Sentinels must be unique and none a
 // substring of another (Mint's are).
+//
+// The replacers look for each value in the forms it takes on the wire
+// too: Ingress for the real value raw, percent-encoded, JSON-escaped and
+// base64-encoded at any alignment inside a longer base64 text
+// (base64Pairs); Egress for the sentinel raw, percent-encoded and
+// JSON-escaped (textPairs), each replaced by the same form of the other
+// value. A sentinel that needs no escaping where its real value does
+// (a fallback sentinel for a short password) is replaced by the raw real
+// value.
 func NewSet(secrets []Secret, opts Options) *Set {
-	s := &Set{secrets: secrets, opts: opts}
-	pairs := make([]pair, 0, len(secrets))
-	for _, sec := range secrets {
-		pairs = append(pairs, pair{from: sec.Real, to: sec.Sentinel})
+	s := &Set{secrets: secrets, opts: opts, egress: make([][]pair, len(secrets))}
+	var raw, forms []pair
+	for i, sec := range secrets {
+		tp := textPairs(sec.Real, sec.Sentinel)
+		raw = append(raw, tp[0])
+		forms = append(append(forms, tp[1:]...), base64Pairs(sec.Real, sec.Sentinel)...)
+		s.egress[i] = textPairs(sec.Sentinel, sec.Real)
 	}
-	s.ingress = newReplacer(pairs)
+	// Raw values first: of two equal patterns the first wins.
+	s.ingress = newReplacer(append(raw, forms...))
 	return s
 }
+
+// Names are the secrets' names (Secret.Name), for logs and messages.
+func (s *Set) Names() []string {
+	if s == nil {
+		return nil
+	}
+	names := make([]string, len(s.secrets))
+	for i, sec := range s.secrets {
+		names[i] = sec.Name
+	}
+	return names
+}
+
+// Scrub is str with every real value (in any form Ingress knows)
+// replaced by its sentinel: for error pages, messages and records that
+// go back to the sandbox.
+func (s *Set) Scrub(str string) string { return s.Ingress().String(str) }
 
 // Len is the number of secrets.
 func (s *Set) Len() int {
@@ -95,9 +127,10 @@ func (s *Set) Egress(host string, port int, verifiedTLS bool) *Replacer {
 		return nil
 	}
 	var pairs []pair
-	for _, sec := range s.secrets {
+	for i, sec := range s.secrets {
+		// A secret without Hosts is injected nowhere.
 		if sec.Hosts != nil && sec.Hosts(host, port) {
-			pairs = append(pairs, pair{from: sec.Sentinel, to: sec.Real})
+			pairs = append(pairs, s.egress[i]...)
 		}
 	}
 	if len(pairs) == 0 {
