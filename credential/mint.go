@@ -20,10 +20,7 @@ const (
 	fallbackChars  = 26
 )
 
-// maxMarker is the longest leading type marker Mint keeps ("github_pat_").
-const maxMarker = 12
-
-// knownMarkers are token type prefixes kept verbatim: secret scanners and
+// knownMarkers are token type prefixes (at most 12 bytes) kept verbatim: secret scanners and
 // clients recognise a token by them, and they are public, not secret.
 // Longest first, so "github_pat_" wins over a shorter generic match.
 var knownMarkers = []string{
@@ -115,11 +112,11 @@ func isAWSKeyID(real []byte) bool {
 
 // markerLen is the length of real's leading type marker, kept verbatim:
 // "AKIA"/"ASIA" of an AWS key id, one of knownMarkers, or a generic one —
-// 2 to 8 letters of one case then '_' or '-' (at most maxMarker bytes) —
-// when what follows looks like a random token rather than words: at least
-// 16 bytes holding a digit or an upper-case letter. The generic rule is
-// conservative because a kept "marker" that is really the first word of a
-// passphrase would show part of the secret in the sentinel.
+// 2 to 5 lower-case letters then '_' or '-' — when what follows looks
+// like a random token rather than words: at least 16 ASCII letters and
+// digits, with a digit among them. The generic rule is narrow because a
+// kept "marker" that is really the first word of a passphrase would show
+// part of the secret in the sentinel.
 func markerLen(real []byte) int {
 	if isAWSKeyID(real) {
 		return 4
@@ -130,19 +127,20 @@ func markerLen(real []byte) int {
 		}
 	}
 	n := 0
-	for n < len(real) && n < maxMarker && isLetter(real[n]) {
+	for n < len(real) && n < 6 && 'a' <= real[n] && real[n] <= 'z' {
 		n++
 	}
-	if n < 2 || n > 8 || n >= len(real) || (real[n] != '_' && real[n] != '-') {
-		return 0
-	}
-	word := real[:n]
-	if !bytes.Equal(word, bytes.ToLower(word)) && !bytes.Equal(word, bytes.ToUpper(word)) {
+	if n < 2 || n > 5 || n >= len(real) || (real[n] != '_' && real[n] != '-') {
 		return 0
 	}
 	body := real[n+1:]
-	if len(body) < 16 || !bytes.ContainsFunc(body, func(r rune) bool { return '0' <= r && r <= '9' || 'A' <= r && r <= 'Z' }) {
+	if len(body) < 16 || !bytes.ContainsFunc(body, func(r rune) bool { return '0' <= r && r <= '9' }) {
 		return 0
+	}
+	for _, c := range body {
+		if !isLetter(c) && !('0' <= c && c <= '9') {
+			return 0
+		}
 	}
 	return n + 1
 }
@@ -170,7 +168,7 @@ func fallback(real []byte) []byte {
 		panic(err) // crypto/rand.Read never fails on supported systems
 	}
 	body := bytes.ToLower([]byte(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:])))[:fallbackChars]
-	if bytes.Contains([]byte(fallbackPrefix), real) {
+	if len(real) > 0 && bytes.Contains([]byte(fallbackPrefix), real) {
 		return body
 	}
 	return append([]byte(fallbackPrefix), body...)
