@@ -126,7 +126,11 @@ func lowerHex(b []byte) []byte {
 	out := bytes.Clone(b)
 	for i := 0; i+2 < len(out); i++ {
 		if out[i] == '%' {
-			out[i+1], out[i+2] = bytes.ToLower(out[i+1:i+2])[0], bytes.ToLower(out[i+2:i+3])[0]
+			for j := i + 1; j <= i+2; j++ {
+				if 'A' <= out[j] && out[j] <= 'F' {
+					out[j] += 'a' - 'A'
+				}
+			}
 			i += 2
 		}
 	}

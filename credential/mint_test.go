@@ -24,8 +24,8 @@ func classOf(c byte) string {
 func TestMintShape(t *testing.T) {
 	for _, tc := range []struct {
 		name, real, keep string // keep: the prefix kept verbatim
-		fallback           bool
-		sameClass          bool // every position keeps its class (false: AWS id body is [A-Z0-9])
+		fallback         bool
+		sameClass        bool // every position keeps its class (false: AWS id body is [A-Z0-9])
 	}{
 		{"github classic", "ghp_" + "aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5", "ghp_", false, true},
 		{"github fine-grained", "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123", "github_pat_", false, true},

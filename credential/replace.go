@@ -138,11 +138,12 @@ func (r *Replacer) Header(h http.Header) {
 	}
 	for k, vv := range h {
 		for i, v := range vv {
-			v = r.String(v)
+			// Basic first: the base64 forms of a value the raw pass
+			// knows leave up to 2 bytes at either end in clear.
 			if k == "Authorization" || k == "Proxy-Authorization" {
 				v = r.basic(v)
 			}
-			vv[i] = v
+			vv[i] = r.String(v)
 		}
 		if nk := r.String(k); nk != k {
 			delete(h, k)
