@@ -198,3 +198,15 @@ func TestMaskClaimsKeepsOtherBytes(t *testing.T) {
 		t.Fatalf("payload %s\nwant    %s", got, want)
 	}
 }
+
+func TestMaskJWTUnsecured(t *testing.T) {
+	// alg "none": the signature segment is empty, and the token still one.
+	tok := b64json(t, map[string]any{"alg": "none"}) + "." + b64json(t, map[string]any{"sub": "x", "nbf": 1}) + "."
+	m, err := MaskValue([]byte(tok+" rest"), Mask{JWT: true})
+	if err != nil || len(m.Values) != 1 || string(m.Values[0].Real) != tok {
+		t.Fatalf("%+v %v", m, err)
+	}
+	if p := decodePart(t, string(m.Values[0].Sentinel), 1); p["nbf"] != float64(1) || p["exp"] != nil {
+		t.Fatalf("payload %v", p)
+	}
+}

@@ -245,3 +245,54 @@ func TestHeaderBasic(t *testing.T) {
 		t.Errorf("header names: %v", h)
 	}
 }
+
+// TestReaderMatchesBytes streams random texts over a small alphabet,
+// full of overlapping matches, through random read sizes.
+func TestReaderMatchesBytes(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(5, 6))
+	word := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = "abc"[rnd.IntN(3)]
+		}
+		return string(b)
+	}
+	for range 300 {
+		var kv []string
+		for range 1 + rnd.IntN(5) {
+			kv = append(kv, word(1+rnd.IntN(6)), word(rnd.IntN(8)))
+		}
+		r := rep(kv...)
+		in := word(rnd.IntN(300))
+		want := r.String(in)
+		if naive := naiveReplace(kv, in); want != naive {
+			t.Fatalf("patterns %q, input %q: Bytes %q, want %q", kv, in, want, naive)
+		}
+		src := &chunkReader{[]byte(in), 1 + rnd.IntN(9)}
+		if got := readAll(t, r.Reader(src)); got != want {
+			t.Fatalf("patterns %q, input %q, reads of %d:\n got %q\nwant %q", kv, in, src.n, got, want)
+		}
+	}
+}
+
+// naiveReplace is the Replacer's rule written plainly: at each position
+// the longest pattern that matches there (the first of equal ones).
+func naiveReplace(kv []string, in string) string {
+	var out strings.Builder
+	for i := 0; i < len(in); {
+		best := -1
+		for k := 0; k < len(kv); k += 2 {
+			if strings.HasPrefix(in[i:], kv[k]) && (best < 0 || len(kv[k]) > len(kv[best])) {
+				best = k
+			}
+		}
+		if best < 0 {
+			out.WriteByte(in[i])
+			i++
+			continue
+		}
+		out.WriteString(kv[best+1])
+		i += len(kv[best])
+	}
+	return out.String()
+}

@@ -1,8 +1,10 @@
 package credential
 
 import (
+	"encoding/binary"
 	"net/http"
 	"strings"
+	"sync"
 )
 
 // HostMatcher reports whether a request to host (canonical,
@@ -66,6 +68,10 @@ type Set struct {
 	ingress *Replacer
 	// egress are, per secret (same index), its sentinel→real pairs.
 	egress [][]pair
+	// egressCache holds the Egress replacers made, by the secrets they
+	// inject (their indexes, uvarints): at most one per subset of secrets
+	// a destination selects, in practice a few.
+	egressCache sync.Map
 }
 
 // NewSet makes the Set of secrets. Sentinels must be unique and none a
@@ -126,17 +132,27 @@ func (s *Set) Egress(host string, port int, verifiedTLS bool) *Replacer {
 	if s.Len() == 0 || (!verifiedTLS && !s.opts.AllowPlaintext) {
 		return nil
 	}
-	var pairs []pair
+	var which []byte // the indexes of the secrets injected here
 	for i, sec := range s.secrets {
 		// A secret without Hosts is injected nowhere.
 		if sec.Hosts != nil && sec.Hosts(host, port) {
-			pairs = append(pairs, s.egress[i]...)
+			which = binary.AppendUvarint(which, uint64(i))
 		}
 	}
-	if len(pairs) == 0 {
+	if len(which) == 0 {
 		return nil
 	}
-	return newReplacer(pairs)
+	if r, ok := s.egressCache.Load(string(which)); ok {
+		return r.(*Replacer)
+	}
+	var pairs []pair
+	for b := which; len(b) > 0; {
+		i, n := binary.Uvarint(b)
+		pairs = append(pairs, s.egress[i]...)
+		b = b[n:]
+	}
+	r, _ := s.egressCache.LoadOrStore(string(which), newReplacer(pairs))
+	return r.(*Replacer)
 }
 
 // Ingress is the real→sentinel replacer for everything that goes back to

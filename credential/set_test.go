@@ -19,6 +19,9 @@ func TestSetEgress(t *testing.T) {
 	if got := s.Egress("a.example", 443, true).String(body); got != "realA-0123456789abcdef sentB-9876543210fedcba" {
 		t.Errorf("a.example: %q", got)
 	}
+	if s.Egress("a.example", 443, true) != s.Egress("a.example", 8443, true) {
+		t.Error("the replacer of one subset of secrets is made again")
+	}
 	for _, tc := range []struct {
 		host string
 		tls  bool
