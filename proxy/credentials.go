@@ -185,6 +185,7 @@ func injectBody(out *http.Request, er *credential.Replacer) error {
 		return nil
 	}
 	out.Header.Del("Content-Length")
+	out.TransferEncoding = nil // framed anew from ContentLength
 	buf, err := io.ReadAll(io.LimitReader(sub, maxInjectBuffer+1))
 	if err != nil {
 		return fmt.Errorf("reading the request body: %w", err)
