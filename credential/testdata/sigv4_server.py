@@ -135,6 +135,8 @@ def verify(method, target, headers, body):
     if "host" not in signed:
         raise Reject(403, "AccessDenied", "host is not signed")
     sha = [v for k, v in headers if k.lower() == "x-amz-content-sha256"]
+    if sha and sha[0].startswith("STREAMING-"):
+        raise Reject(501, "NotImplemented", "this verifier does not verify streaming (aws-chunked) payloads")
     if sha and sha[0] != UNSIGNED and sha[0] != hashlib.sha256(body).hexdigest():
         raise Reject(400, "XAmzContentSHA256Mismatch", "the body is not the declared hash")
     if service == "s3" and not sha:
