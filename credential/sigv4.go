@@ -49,7 +49,7 @@ var credentialKeyID = regexp.MustCompile(`Credential=([^/,\s]+)/`)
 // sigV4Auth is an "AWS4-HMAC-SHA256 Credential=AKID/date/region/service/
 // aws4_request, SignedHeaders=a;b, Signature=hex" value, strictly: one
 // space after the algorithm, the three parts in that order.
-var sigV4Auth = regexp.MustCompile(`^AWS4-HMAC-SHA256 +Credential=([^/,\s]+)/([0-9]{8})/([^/,\s]+)/([^/,\s]+)/aws4_request *, *SignedHeaders=([a-z0-9!#$%&'*+.^_|~-]+(?:;[a-z0-9!#$%&'*+.^_|~-]+)*) *, *Signature=[0-9a-f]+ *$`)
+var sigV4Auth = regexp.MustCompile(`^AWS4-HMAC-SHA256 +Credential=([^/,\s]+)/([0-9]{8})/([^/,\s]+)/([^/,\s]+)/aws4_request *, *SignedHeaders=([a-z0-9!#$%&'*+.^_|~-]+(?:;[a-z0-9!#$%&'*+.^_|~-]+)*) *, *Signature=[0-9a-fA-F]+ *$`)
 
 // sdkUnsigned are the headers the SDK signer never signs
 // (aws/signer/internal/v4 IgnoredHeaders); mainstream clients (botocore,
@@ -142,12 +142,10 @@ const (
 // names none. A query credential naming a pair (presigned URL, either
 // algorithm) wins over the header: the request cannot be re-signed.
 func (s *Set) classify(r *http.Request) (*awsCreds, sigV4Shape) {
-	if r.URL != nil {
-		for _, c := range r.URL.Query()["X-Amz-Credential"] {
-			id, _, _ := strings.Cut(c, "/")
-			if p := s.awsPair(id); p != nil {
-				return p, shapePresigned
-			}
+	for _, c := range r.URL.Query()["X-Amz-Credential"] {
+		id, _, _ := strings.Cut(c, "/")
+		if p := s.awsPair(id); p != nil {
+			return p, shapePresigned
 		}
 	}
 	auths := r.Header.Values("Authorization")
@@ -205,7 +203,7 @@ func refuse(format string, a ...any) *Refusal {
 // The caller calls it only where Egress(host, port, verifiedTLS) is not
 // nil: a re-signed request must travel where the real values may.
 func (s *Set) ResignSigV4(r *http.Request, host string, port int) error {
-	if s.Len() == 0 || len(s.opts.AWSPairs) == 0 {
+	if s.Len() == 0 || len(s.opts.AWSPairs) == 0 || r.URL == nil {
 		return nil
 	}
 	p, shape := s.classify(r)
