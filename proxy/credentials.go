@@ -140,8 +140,13 @@ func (s *Server) credentialsRequest(out *http.Request, host string, port int, ve
 	er := set.Egress(host, port, verifiedTLS)
 	if er != nil {
 		er.Header(out.Header)
-		if err := injectBody(out, er); err != nil {
-			return nil, err
+		// A request signed with a masked AWS key keeps its body as the
+		// client hashed it: ResignSigV4 signs that hash (or hashes the
+		// body as it goes), and an AWS API body carries no credential.
+		if !set.SigV4Request(out.Header) {
+			if err := injectBody(out, er); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if er == nil && !verifiedTLS {
