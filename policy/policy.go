@@ -284,6 +284,10 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 	if p.Network, err = networkOf(s, env.Home); err != nil {
 		return nil, err
 	}
+	cr, err := credentialsOf(s, p.Network, env.Home)
+	if err != nil {
+		return nil, err
+	}
 	p.NamesAtCreation, p.NamesAtCreationSet = s.Filesystem.NamesAtCreation()
 	if p.FilesystemDisabled {
 		if t := p.Network.TLS; t != nil && t.CAKeyPath != "" {
@@ -292,6 +296,10 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 		if err := p.mitmSocketRules(); err != nil {
 			return nil, err
 		}
+		if err := cr.filesystemDisabled(); err != nil {
+			return nil, err
+		}
+		p.Network.Credentials = cr.set()
 		return p, nil
 	}
 	r := resolver{cwd: env.Cwd, home: env.Home, untrusted: env.Untrusted, p: p}
@@ -313,6 +321,7 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 	if sock := p.Network.MITMSocket; sock != "" {
 		p.DenyRead = append(p.DenyRead, makePath(sock, OriginMandatory, ruleMITMSocket))
 	}
+	p.DenyRead = append(p.DenyRead, cr.readDenies()...)
 	p.AllowRead = dropMandatoryCarveOuts(r.entries("filesystem.allowRead", fs.AllowRead, false), p.DenyRead)
 	p.DenyWrite = r.entries("filesystem.denyWrite", fs.DenyWrite, true)
 	if t := p.Network.TLS; t != nil {
@@ -320,6 +329,7 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 			p.DenyWrite = append(p.DenyWrite, makePath(f, OriginMandatory, "mandatory: network.tlsTerminate's CA files"))
 		}
 	}
+	p.DenyWrite = append(p.DenyWrite, cr.writeDenies()...)
 	for _, f := range hostRootPaths() {
 		p.DenyWrite = append(p.DenyWrite, makePath(f, OriginMandatory, "mandatory: the host's root certificates (SSL_CERT_FILE, SSL_CERT_DIR)"))
 	}
@@ -339,6 +349,9 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 		if *l.list, err = r.guardRules(guard, *l.list, l.kind); err != nil {
 			return nil, err
 		}
+	}
+	if err := cr.maskFiles(p); err != nil {
+		return nil, err
 	}
 	// A denyRead path that does not exist yet cannot be created either
 	// where it lies in a write root: otherwise a run could leave a link
@@ -461,6 +474,7 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 			p.LinkedDenies = append(p.LinkedDenies, d)
 		}
 	}
+	p.Network.Credentials = cr.set()
 	return p, nil
 }
 
