@@ -184,6 +184,15 @@ func (cr *creds) writeDenies() []Path {
 	return out
 }
 
+// paths are the files' paths, "~/" expanded (Policy.CredentialFiles).
+func (cr *creds) paths() []string {
+	var out []string
+	for _, f := range cr.files() {
+		out = append(out, cr.expand(f.Path))
+	}
+	return out
+}
+
 func (cr *creds) files() []settings.CredentialFile {
 	if cr == nil {
 		return nil
@@ -318,4 +327,23 @@ func (cr *creds) set() *credential.Set {
 		opts.AWSPairs = append(opts.AWSPairs, a)
 	}
 	return credential.NewSet(slices.Clip(cr.secrets), opts)
+}
+
+// MasksDenied returns p with every masked file read-denied instead of
+// masked (a mandatory DenyRead at its resolved path, which no allowRead
+// lifts, and no MaskedFiles), for a backend that cannot show a copy in
+// the file's place: Seatbelt (the reference denies a masked file on
+// macOS too). p itself is not changed.
+func (p *Policy) MasksDenied() *Policy {
+	if len(p.MaskedFiles) == 0 {
+		return p
+	}
+	q := *p
+	q.DenyRead = slices.Clone(p.DenyRead)
+	for _, mf := range p.MaskedFiles {
+		q.DenyRead = append(q.DenyRead, makePath(mf.Path, OriginMandatory, "mandatory: "+mf.Rule))
+	}
+	q.AllowRead = dropMandatoryCarveOuts(slices.Clone(p.AllowRead), q.DenyRead)
+	q.MaskedFiles = nil
+	return &q
 }

@@ -147,6 +147,10 @@ type Policy struct {
 	// read-only copy with sentinels in place of its secrets, mounted over
 	// the file at its resolved path. Their real paths are in DenyWrite.
 	MaskedFiles []MaskedFile
+	// CredentialFiles are the credentials.files paths ("~/" expanded),
+	// present or not, in both modes: a backend that can neither mask nor
+	// hide them refuses the policy when there are any.
+	CredentialFiles []string
 
 	// View, when not nil, confines the sandbox to a few system
 	// directories and the View's mounts: nothing else is readable (see
@@ -288,6 +292,7 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.CredentialFiles = cr.paths()
 	p.NamesAtCreation, p.NamesAtCreationSet = s.Filesystem.NamesAtCreation()
 	if p.FilesystemDisabled {
 		if t := p.Network.TLS; t != nil && t.CAKeyPath != "" {
