@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"github.com/srt-go/srt/credential"
 	"github.com/srt-go/srt/netrule"
 	"io/fs"
 	"os"
@@ -160,6 +161,13 @@ type ViewRules struct {
 	// as the binds are: no symbolic link inside one is followed for a
 	// rule or a mount (Env.Untrusted).
 	Untrusted []string
+	// Credentials are the session's masked secrets
+	// (CompileSessionCredentials); nil or empty for none. A Set with
+	// secrets makes the session's proxy terminate TLS with a CA made for
+	// this compilation only (Network.TLS, as network.tlsTerminate {}
+	// would), so that it can put the real values back into requests to
+	// their hosts.
+	Credentials *credential.Set
 }
 
 // CompileView builds the Policy of a confined sandbox: the View holds
@@ -169,6 +177,9 @@ type ViewRules struct {
 // symlink-resolved spelling (Path.Resolved). The srt command line's
 // default write paths (/tmp/claude, ~/.npm/_logs, ~/.claude/debug) are not
 // added: a confined sandbox writes only where the rules say.
+//
+// With r.Credentials holding secrets, Network.Credentials is that Set and
+// Network.TLS an ephemeral termination (see ViewRules.Credentials).
 //
 // Errors wrap ErrUnenforceable when a rule cannot be enforced (a protected
 // name that is a symbolic link inside a writable tree).
@@ -205,6 +216,12 @@ func CompileView(r ViewRules) (*Policy, error) {
 	}
 	if p.Network.Rules, err = netrule.Compile(r.Network); err != nil {
 		return nil, fmt.Errorf("egress rules: %w", err)
+	}
+	if r.Credentials.Len() > 0 {
+		p.Network.Credentials = r.Credentials
+		if p.Network.TLS, err = tlsOf(settings.Network{TLSTerminate: &settings.TLSTerminate{}}, ""); err != nil {
+			return nil, fmt.Errorf("credentials: %w", err)
+		}
 	}
 	p.AllowWrite = slices.DeleteFunc(p.AllowWrite, func(w Path) bool { return w.Origin == OriginDefault })
 	// The settings above hold only the session's own lists: its write

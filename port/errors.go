@@ -90,6 +90,7 @@ var ErrUnknownExec = errors.New("no such exec")
 //	ErrIllegalTransition   409
 //	ErrSessionExists       409, "sessionId"
 //	ErrSandboxDisabled     409, "backend"
+//	*policy.FieldError     422 (unenforceable) or 400, its Field
 //	ErrUnenforceable       422
 //	ErrTooManySessions     429
 //	ErrTooManySubscribers  429
@@ -98,9 +99,15 @@ var ErrUnknownExec = errors.New("no such exec")
 //	anything else          500
 func HTTPStatus(err error) (status int, field string) {
 	var se *SpecError
+	var fe *policy.FieldError
 	switch {
 	case errors.As(err, &se):
 		return http.StatusBadRequest, se.Field
+	case errors.As(err, &fe):
+		if errors.Is(fe, ErrUnenforceable) {
+			return http.StatusUnprocessableEntity, fe.Field
+		}
+		return http.StatusBadRequest, fe.Field
 	case errors.Is(err, ErrIllegalTransition):
 		return http.StatusConflict, ""
 	case errors.Is(err, ErrSessionExists):

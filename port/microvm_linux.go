@@ -185,7 +185,7 @@ func (l *microVMLauncher) launchRunner(ctx context.Context, rt *Runtime, s *sess
 // them (seed 000, "Terminal hébergé par le serveur").
 func (l *microVMLauncher) boot(ctx context.Context, rt *Runtime, spec Spec, egress EgressLists, launchPolicy bool, log *slog.Logger, onViolation func(violation.Violation)) (*vmRunner, error) {
 	enforces := microvmEnforcesNameGlobs || !launchPolicy
-	p, err := sessionView(rt, spec, netrule.Rules{}, enforces, microvmNoNameGlobs)
+	p, err := sessionView(rt, spec, netrule.Rules{}, nil, enforces, microvmNoNameGlobs)
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +211,7 @@ func (l *microVMLauncher) boot(ctx context.Context, rt *Runtime, spec Spec, egre
 		}
 		if err == nil {
 			ph = append(ph, more)
-			p, err = sessionView(rt, spec, netrule.Rules{}, enforces, microvmNoNameGlobs)
+			p, err = sessionView(rt, spec, netrule.Rules{}, nil, enforces, microvmNoNameGlobs)
 		}
 		if err == nil {
 			shares, protected, unprot, unprotHost, err = microvmShares(spec, p)

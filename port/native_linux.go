@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/srt-go/srt/credential"
 	"github.com/srt-go/srt/internal/cgroup"
 	"github.com/srt-go/srt/netrule"
 	"github.com/srt-go/srt/policy"
@@ -39,7 +40,7 @@ const StartTimeout = 30 * time.Second
 func launchNative(ctx context.Context, rt *Runtime, s *session) (runner, error) {
 	spec := s.spec
 	egress := EgressRules(rt.baseline, spec.NetworkEnabled, spec.EgressAllowlist)
-	p, err := sessionView(rt, spec, egress, nativeEnforcesNameGlobs(), nativeNoNameGlobs)
+	p, err := sessionView(rt, spec, egress, s.creds, nativeEnforcesNameGlobs(), nativeNoNameGlobs)
 	if err != nil {
 		return nil, err
 	}
@@ -65,9 +66,11 @@ func launchNative(ctx context.Context, rt *Runtime, s *session) (runner, error) 
 	start := time.Now()
 	w, err := sandbox.StartWarm(ctx, p, sandbox.WarmOptions{
 		BwrapPath: bwrap,
-		Env:       SanitizedEnv(hostEnv(), nil),
-		Dir:       dir,
-		Logger:    rt.log.With("session", spec.SessionID),
+		// The shown values (sentinels) of masked credentials, then the
+		// Set over the whole list: a real value never reaches PID 1.
+		Env:    s.creds.Environ(SanitizedEnv(hostEnv(), s.credEnv)),
+		Dir:    dir,
+		Logger: rt.log.With("session", spec.SessionID),
 		// Every refusal, filesystem and system calls as well as network
 		// (seed 000, "Événements du bac à sable"): an agent server shows
 		// them on the exec's stream, so the observation's round trip per
@@ -82,7 +85,7 @@ func launchNative(ctx context.Context, rt *Runtime, s *session) (runner, error) 
 		}
 		return nil, fmt.Errorf("native sandbox: %w", err)
 	}
-	r := &nativeRunner{w: w, spec: spec, launched: time.Since(start), cg: cg, memDetail: memDetail}
+	r := &nativeRunner{w: w, spec: spec, launched: time.Since(start), cg: cg, memDetail: memDetail, creds: s.creds}
 	go func() {
 		<-w.Done()
 		if !r.destroying.Load() {
@@ -105,14 +108,15 @@ func (r *nativeRunner) endedWhy() error {
 // sessionView is the launch policy of a session on either Linux backend
 // (native and microvm enforce the same one), with egress as its network
 // rules (the microvm's proxies take theirs from microvm.Config instead):
-// the binds at their guest paths, writable in chat mode unless readOnly,
+// and creds as its masked secrets (policy.ViewRules.Credentials; nil for
+// none): the binds at their guest paths, writable in chat mode unless readOnly,
 // read-only in the other modes; runnerStateDirs writable in every mode; protectedPaths and the
 // mandatory write-denies never writable. enforcesNameGlobs says whether
 // the backend can refuse a file-name glob write-deny (.env, *.key, *.pem)
 // when the file is created; when it cannot (why says so), a launch with
 // any writable path fails closed while the launch policy holds such
 // denies (Options.NameGlobWriteDenies): never a silently weaker policy.
-func sessionView(rt *Runtime, spec Spec, egress netrule.Rules, enforcesNameGlobs bool, why string) (*policy.Policy, error) {
+func sessionView(rt *Runtime, spec Spec, egress netrule.Rules, creds *credential.Set, enforcesNameGlobs bool, why string) (*policy.Policy, error) {
 	if err := checkLaunchPolicy(rt, spec, enforcesNameGlobs, why); err != nil {
 		return nil, err
 	}
@@ -125,7 +129,7 @@ func sessionView(rt *Runtime, spec Spec, egress netrule.Rules, enforcesNameGlobs
 	for i, b := range spec.BindMounts {
 		binds[i] = policy.ViewBind{Host: b.HostPath, Guest: b.GuestPath, Writable: !ro && !b.ReadOnly}
 	}
-	p, err := policy.CompileView(policy.ViewRules{Binds: binds, Protected: spec.ProtectedPaths, Writable: spec.RunnerStateDirs, Network: egress, Untrusted: written})
+	p, err := policy.CompileView(policy.ViewRules{Binds: binds, Protected: spec.ProtectedPaths, Writable: spec.RunnerStateDirs, Network: egress, Untrusted: written, Credentials: creds})
 	if err != nil {
 		return nil, fmt.Errorf("launch policy: %w", err)
 	}
@@ -277,6 +281,9 @@ type nativeRunner struct {
 	// limit; memDetail is the handle's details.memoryLimit.
 	cg        *cgroup.Group
 	memDetail string
+	// creds are the session's masked secrets: every exec's environment
+	// goes through creds.Environ (nil: none).
+	creds *credential.Set
 }
 
 func (r *nativeRunner) start(c command) (proc, error) {
@@ -288,6 +295,10 @@ func (r *nativeRunner) start(c command) (proc, error) {
 	for k, v := range c.env {
 		env = append(env, k+"="+v)
 	}
+	// A deny entry the exec sets is dropped, a mask entry shows its
+	// sentinel, and a real value the caller passes in any variable is
+	// replaced by its sentinel.
+	env = r.creds.Environ(env)
 	e, err := r.w.Exec(linux.WarmCommand{Argv: c.argv, Env: env, Dir: dir, Stdin: c.stdin, Stdout: c.stdout, Stderr: c.stderr})
 	if err != nil {
 		return nil, err

@@ -102,6 +102,10 @@ type Spec struct {
 	// Linux gets a memory cgroup, and a process its limit gets OOM-killed
 	// ends its exec with killed, reason "oom".
 	MemoryLimitBytes int64 `json:"memoryLimitBytes,omitempty"`
+	// Credentials are the session's masked or withheld environment
+	// variables (port/credentials.go; issue 18). Nil means none. Only the
+	// native backend on Linux accepts them (422 otherwise).
+	Credentials *Credentials `json:"credentials,omitempty"`
 }
 
 // State is seed 000's SandboxState. It is microvm.State: the seed names
@@ -139,6 +143,9 @@ type Handle struct {
 	NetworkEnabled bool              `json:"networkEnabled"`
 	Details        map[string]any    `json:"details,omitempty"`
 	Labels         map[string]string `json:"labels,omitempty"`
+	// Credentials is Spec.Credentials with every value RedactedValue:
+	// names, modes and hosts only. Omitted when the Spec had none.
+	Credentials *Credentials `json:"credentials,omitempty"`
 }
 
 // Violation is seed 000's SandboxViolation: action, target and raw,

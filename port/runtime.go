@@ -495,10 +495,18 @@ func (rt *Runtime) Start(ctx context.Context, spec Spec, backend Backend) (Sandb
 			return nil, err
 		}
 	}
+	creds, shown, err := rt.sessionCredentials(spec, b)
+	if err != nil {
+		return nil, err
+	}
+	// From here on only the Set holds the values: the session keeps and
+	// shows the redacted spec.
+	spec.Credentials = spec.Credentials.Redacted()
 	if _, own := rt.opts.MicroVM.(microVMRunner); b == BackendMicroVM && !own {
 		return rt.launchForeign(ctx, spec)
 	}
 	s := newSession(rt, spec, b)
+	s.creds, s.credEnv = creds, shown
 	bootCtx, cancel := context.WithCancel(ctx)
 	s.bootCancel, s.bootDone = cancel, make(chan struct{})
 	if err := rt.reserve(spec.SessionID, s); err != nil {

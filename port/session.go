@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/srt-go/srt/credential"
 	"io"
 	"maps"
 	"os"
@@ -88,6 +89,11 @@ type session struct {
 	bootErr error
 	// agent is Handle.AgentID: Spec.AgentID until SetAgent.
 	agent string
+	// creds are the session's masked secrets and credEnv the shown
+	// environment every exec starts from (Runtime.sessionCredentials);
+	// nil without credentials, dropped by Destroy.
+	creds   *credential.Set
+	credEnv map[string]string
 	// execs are the running execs by id.
 	execs  map[string]*execRun
 	nextID uint64
@@ -147,6 +153,7 @@ func (s *session) Handle() Handle {
 	if h.Details == nil {
 		h.Details = map[string]any{}
 	}
+	h.Credentials = s.spec.Credentials.Redacted()
 	h.Details["mode"] = string(s.spec.Mode)
 	h.Details["execs"] = len(s.execs)
 	return h
@@ -466,6 +473,9 @@ func (s *session) Destroy(ctx context.Context) error {
 		case <-ctx.Done():
 		}
 	}
+	s.mu.Lock()
+	s.creds, s.credEnv = nil, nil
+	s.mu.Unlock()
 	s.ev.close(Event{Type: EventDestroyed})
 	s.rt.forget(s.id, s)
 	return err

@@ -34,7 +34,8 @@ const (
 // directories. execGrantRoots are checked for form only: they matter on
 // macOS and Linux ignores them (seed 000: bwrap has no $HOME exec block
 // to reopen). memoryLimitBytes is absent or at least MinMemoryLimit
-// (Launch checks it against the server's limit).
+// (Launch checks it against the server's limit). credentials: see
+// policy.CheckSessionCredentials.
 func Validate(spec Spec) error {
 	if err := checkID("sessionId", spec.SessionID, true); err != nil {
 		return err
@@ -128,6 +129,9 @@ func Validate(spec Spec) error {
 		}
 	}
 	if err := checkMemoryField(spec.MemoryLimitBytes); err != nil {
+		return err
+	}
+	if err := checkCredentials(spec.Credentials); err != nil {
 		return err
 	}
 	return checkReadOnlyOverlap(spec)

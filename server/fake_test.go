@@ -102,7 +102,7 @@ func (f *fakePort) Launch(ctx context.Context, spec port.Spec, b port.Backend) (
 	spec.Mode = port.ModeChat
 	sb := &fakeSandbox{f: f, h: port.Handle{SessionID: spec.SessionID, WorkspaceID: spec.WorkspaceID, AgentID: spec.AgentID,
 		Backend: b, State: port.StateWarm, Mode: spec.Mode, BindMounts: append([]port.BindMount{}, spec.BindMounts...),
-		NetworkEnabled: spec.NetworkEnabled}, gone: make(chan struct{}), changed: make(chan struct{})}
+		NetworkEnabled: spec.NetworkEnabled, Credentials: spec.Credentials.Redacted()}, gone: make(chan struct{}), changed: make(chan struct{})}
 	sb.events = []port.Event{{Type: port.EventStarting, Seq: 1, Time: time.Now()}, {Type: port.EventReady, Seq: 2, Time: time.Now()}}
 	f.alive[spec.SessionID] = sb
 	return sb, nil

@@ -280,8 +280,8 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	// bwrap's own command line stays short. The command itself must be on
 	// the command line; it holds only descriptor numbers.
 	args := bwrapArgs(cfg.Policy, plan, dir, infoFD)
-	if cfg.Policy.Network.TLS != nil && plan.Mapping.Confined {
-		return nil, setupErr("network.tlsTerminate is not supported in a confined view yet")
+	if err := checkTrustShown(cfg.Policy.Network.TLS, plan, tmpdir); err != nil {
+		return nil, &SetupError{err}
 	}
 	trust, env, err := trustFiles(cfg.Policy.Network.TLS, tmpdir, env, addFD)
 	if err != nil {
