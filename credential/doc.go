@@ -7,6 +7,11 @@
 // everything that comes back (Set.Ingress) — and applies the deny and
 // mask rules to the sandbox's environment (Set.Environ).
 //
+// Sentinels (Mint) keep the real value's length and character classes
+// when that leaves at least 64 random bits. The replacers also find each
+// value percent-encoded, JSON-escaped and (Ingress) base64-encoded inside
+// longer text, and inside Basic credentials in headers (encode.go).
+//
 // Runs in srt and srtd (host side). The real values live only in this
 // process's memory: nothing here writes them to a file or a log.
 package credential

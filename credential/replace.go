@@ -2,8 +2,11 @@ package credential
 
 import (
 	"bytes"
+	"encoding/base64"
 	"io"
 	"net/http"
+	"sort"
+	"strings"
 )
 
 // pair is one substitution: from is replaced by to.
@@ -11,19 +14,54 @@ type pair struct{ from, to []byte }
 
 // Replacer substitutes a fixed set of byte strings, at the earliest
 // position first (then the longest). A nil *Replacer replaces nothing.
+// Safe for concurrent use; immutable once made.
+//
+// Matching is a scan with a filter on the first two bytes of every
+// pattern (a 64 Ki-bit set), then a comparison of the few patterns that
+// start with that byte, longest first: one pass over the input whatever
+// the number of patterns.
 type Replacer struct {
 	pairs   []pair
 	maxLen  int
 	sameLen bool
+	// byFirst lists, per first byte, the indexes of the pairs starting
+	// with it, longest first.
+	byFirst [256][]int32
+	// one marks the first bytes of one-byte patterns; two the first two
+	// bytes (b0<<8|b1) of the longer ones.
+	one [256]bool
+	two *[1 << 10]uint64
 }
 
+// newReplacer makes the Replacer of pairs; an empty from is dropped, and
+// of two pairs with the same from the first wins.
 func newReplacer(pairs []pair) *Replacer {
-	r := &Replacer{pairs: pairs, sameLen: true}
+	r := &Replacer{sameLen: true, two: new([1 << 10]uint64)}
+	seen := make(map[string]bool, len(pairs))
 	for _, p := range pairs {
+		if len(p.from) == 0 || seen[string(p.from)] {
+			continue
+		}
+		seen[string(p.from)] = true
+		r.pairs = append(r.pairs, p)
 		r.maxLen = max(r.maxLen, len(p.from))
 		if len(p.from) != len(p.to) {
 			r.sameLen = false
 		}
+	}
+	for i, p := range r.pairs {
+		c := p.from[0]
+		r.byFirst[c] = append(r.byFirst[c], int32(i))
+		if len(p.from) == 1 {
+			r.one[c] = true
+		} else {
+			k := uint(c)<<8 | uint(p.from[1])
+			r.two[k>>6] |= 1 << (k & 63)
+		}
+	}
+	for c := range r.byFirst {
+		b := r.byFirst[c]
+		sort.SliceStable(b, func(i, j int) bool { return len(r.pairs[b[i]].from) > len(r.pairs[b[j]].from) })
 	}
 	return r
 }
@@ -32,16 +70,28 @@ func newReplacer(pairs []pair) *Replacer {
 // so that a Content-Length stays right.
 func (r *Replacer) LengthPreserving() bool { return r == nil || r.sameLen }
 
-// next finds the earliest (then longest) match in b at or after i.
-func (r *Replacer) next(b []byte) (at int, p *pair) {
-	at = -1
-	for k := range r.pairs {
-		q := &r.pairs[k]
-		if j := bytes.Index(b, q.from); j >= 0 && (at < 0 || j < at || (j == at && len(q.from) > len(p.from))) {
-			at, p = j, q
+// find returns the earliest (then longest) match in b at or after i, or
+// -1 and nil.
+func (r *Replacer) find(b []byte, i int) (at int, p *pair) {
+	two := r.two
+	for ; i < len(b); i++ {
+		c := b[i]
+		if !r.one[c] {
+			if i+1 >= len(b) {
+				break
+			}
+			k := uint(c)<<8 | uint(b[i+1])
+			if two[k>>6]&(1<<(k&63)) == 0 {
+				continue
+			}
+		}
+		for _, k := range r.byFirst[c] {
+			if q := &r.pairs[k]; bytes.HasPrefix(b[i:], q.from) {
+				return i, q
+			}
 		}
 	}
-	return at, p
+	return -1, nil
 }
 
 // Bytes returns b with every substitution made (b itself when none).
@@ -50,100 +100,94 @@ func (r *Replacer) Bytes(b []byte) []byte {
 		return b
 	}
 	var out []byte
-	rest := b
+	pos := 0
 	for {
-		at, p := r.next(rest)
+		at, p := r.find(b, pos)
 		if at < 0 {
 			break
 		}
-		out = append(append(out, rest[:at]...), p.to...)
-		rest = rest[at+len(p.from):]
+		out = append(append(out, b[pos:at]...), p.to...)
+		pos = at + len(p.from)
 	}
 	if out == nil {
 		return b
 	}
-	return append(out, rest...)
+	return append(out, b[pos:]...)
 }
 
 // String is Bytes for a string.
 func (r *Replacer) String(s string) string {
-	if r == nil {
+	if r == nil || len(r.pairs) == 0 || s == "" {
 		return s
 	}
-	return string(r.Bytes([]byte(s)))
+	b := []byte(s)
+	if out := r.Bytes(b); &out[0] != &b[0] || len(out) != len(b) {
+		return string(out)
+	}
+	return s
 }
 
-// Header rewrites every value of h in place.
+// Header rewrites h in place: every value, every name that changes (it
+// is then moved, canonicalised), and inside the credentials of an
+// Authorization or Proxy-Authorization "Basic" value (RFC 7617: base64
+// of user ":" password), which is decoded, substituted and encoded again
+// with the same alphabet and padding.
 func (r *Replacer) Header(h http.Header) {
-	if r == nil {
+	if r == nil || len(r.pairs) == 0 {
 		return
 	}
 	for k, vv := range h {
 		for i, v := range vv {
+			// Basic first: the base64 forms of a value the raw pass
+			// knows leave up to 2 bytes at either end in clear.
+			if k == "Authorization" || k == "Proxy-Authorization" {
+				v = r.basic(v)
+			}
 			vv[i] = r.String(v)
 		}
-		h[k] = vv
+		if nk := r.String(k); nk != k {
+			delete(h, k)
+			for _, v := range vv {
+				h.Add(nk, v)
+			}
+		}
 	}
 }
 
+// basicEncodings are the encodings a Basic credential is decoded with,
+// in order; it is encoded again with the one that decoded it.
+var basicEncodings = []*base64.Encoding{
+	base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding,
+}
+
+// basic substitutes inside the credentials of v when it is
+// "Basic <base64>"; v unchanged otherwise.
+func (r *Replacer) basic(v string) string {
+	scheme, cred, ok := strings.Cut(strings.TrimLeft(v, " \t"), " ")
+	if !ok || !strings.EqualFold(scheme, "basic") {
+		return v
+	}
+	lead := v[:len(v)-len(strings.TrimLeft(v, " \t"))]
+	cred = strings.Trim(cred, " \t")
+	for _, enc := range basicEncodings {
+		dec, err := enc.DecodeString(cred)
+		if err != nil {
+			continue
+		}
+		if sub := r.Bytes(dec); !bytes.Equal(sub, dec) {
+			return lead + scheme + " " + enc.EncodeToString(sub)
+		}
+		return v
+	}
+	return v
+}
+
 // Reader returns src with every substitution made as it is read; a
-// match split across reads is still found.
+// match split across reads is still found, and the output is what Bytes
+// would make of the whole of src.
 func (r *Replacer) Reader(src io.Reader) io.Reader {
 	if r == nil || len(r.pairs) == 0 {
 		return src
 	}
-	return &replaceReader{r: r, src: src}
-}
-
-type replaceReader struct {
-	r       *Replacer
-	src     io.Reader
-	in, out []byte
-	err     error
-	buf     [32 << 10]byte
-}
-
-func (rr *replaceReader) Read(p []byte) (int, error) {
-	for len(rr.out) == 0 {
-		if rr.err != nil {
-			if len(rr.in) > 0 {
-				rr.out, rr.in = rr.r.Bytes(rr.in), nil
-				continue
-			}
-			return 0, rr.err
-		}
-		n, err := rr.src.Read(rr.buf[:])
-		rr.in = append(rr.in, rr.buf[:n]...)
-		rr.err = err
-		if err != nil {
-			continue
-		}
-		// Everything but the last maxLen-1 bytes, which may begin a match,
-		// can go out; a match that ends beyond the cut is kept whole.
-		cut := len(rr.in) - (rr.r.maxLen - 1)
-		if cut <= 0 {
-			continue
-		}
-		var out []byte
-		rest := rr.in
-		done := 0
-		for {
-			at, pp := rr.r.next(rest)
-			if at < 0 || done+at >= cut {
-				break
-			}
-			out = append(append(out, rest[:at]...), pp.to...)
-			rest = rest[at+len(pp.from):]
-			done += at + len(pp.from)
-		}
-		if done < cut {
-			out = append(out, rest[:cut-done]...)
-			rest = rest[cut-done:]
-		}
-		rr.out = out
-		rr.in = append([]byte(nil), rest...)
-	}
-	n := copy(p, rr.out)
-	rr.out = rr.out[n:]
-	return n, nil
+	return &replaceReader{r: r, src: src, in: make([]byte, 0, readChunk+r.maxLen)}
 }

@@ -1,8 +1,10 @@
 package credential
 
 import (
+	"encoding/binary"
 	"net/http"
 	"strings"
+	"sync"
 )
 
 // HostMatcher reports whether a request to host (canonical,
@@ -64,19 +66,55 @@ type Set struct {
 	secrets []Secret
 	opts    Options
 	ingress *Replacer
+	// egress are, per secret (same index), its sentinel→real pairs.
+	egress [][]pair
+	// egressCache holds the Egress replacers made, by the secrets they
+	// inject (their indexes, uvarints): at most one per subset of secrets
+	// a destination selects, in practice a few.
+	egressCache sync.Map
 }
 
 // NewSet makes the Set of secrets. Sentinels must be unique and none a
 // substring of another (Mint's are).
+//
+// The replacers look for each value in the forms it takes on the wire
+// too: Ingress for the real value raw, percent-encoded, JSON-escaped and
+// base64-encoded at any alignment inside a longer base64 text
+// (base64Pairs); Egress for the sentinel raw, percent-encoded and
+// JSON-escaped (textPairs), each replaced by the same form of the other
+// value. A sentinel that needs no escaping where its real value does
+// (a fallback sentinel for a short password) is replaced by the raw real
+// value.
 func NewSet(secrets []Secret, opts Options) *Set {
-	s := &Set{secrets: secrets, opts: opts}
-	pairs := make([]pair, 0, len(secrets))
-	for _, sec := range secrets {
-		pairs = append(pairs, pair{from: sec.Real, to: sec.Sentinel})
+	s := &Set{secrets: secrets, opts: opts, egress: make([][]pair, len(secrets))}
+	var raw, forms []pair
+	for i, sec := range secrets {
+		tp := textPairs(sec.Real, sec.Sentinel)
+		raw = append(raw, tp[0])
+		forms = append(append(forms, tp[1:]...), base64Pairs(sec.Real, sec.Sentinel)...)
+		s.egress[i] = textPairs(sec.Sentinel, sec.Real)
 	}
-	s.ingress = newReplacer(pairs)
+	// Raw values first: of two equal patterns the first wins.
+	s.ingress = newReplacer(append(raw, forms...))
 	return s
 }
+
+// Names are the secrets' names (Secret.Name), for logs and messages.
+func (s *Set) Names() []string {
+	if s == nil {
+		return nil
+	}
+	names := make([]string, len(s.secrets))
+	for i, sec := range s.secrets {
+		names[i] = sec.Name
+	}
+	return names
+}
+
+// Scrub is str with every real value (in any form Ingress knows)
+// replaced by its sentinel: for error pages, messages and records that
+// go back to the sandbox.
+func (s *Set) Scrub(str string) string { return s.Ingress().String(str) }
 
 // Len is the number of secrets.
 func (s *Set) Len() int {
@@ -94,16 +132,27 @@ func (s *Set) Egress(host string, port int, verifiedTLS bool) *Replacer {
 	if s.Len() == 0 || (!verifiedTLS && !s.opts.AllowPlaintext) {
 		return nil
 	}
-	var pairs []pair
-	for _, sec := range s.secrets {
+	var which []byte // the indexes of the secrets injected here
+	for i, sec := range s.secrets {
+		// A secret without Hosts is injected nowhere.
 		if sec.Hosts != nil && sec.Hosts(host, port) {
-			pairs = append(pairs, pair{from: sec.Sentinel, to: sec.Real})
+			which = binary.AppendUvarint(which, uint64(i))
 		}
 	}
-	if len(pairs) == 0 {
+	if len(which) == 0 {
 		return nil
 	}
-	return newReplacer(pairs)
+	if r, ok := s.egressCache.Load(string(which)); ok {
+		return r.(*Replacer)
+	}
+	var pairs []pair
+	for b := which; len(b) > 0; {
+		i, n := binary.Uvarint(b)
+		pairs = append(pairs, s.egress[i]...)
+		b = b[n:]
+	}
+	r, _ := s.egressCache.LoadOrStore(string(which), newReplacer(pairs))
+	return r.(*Replacer)
 }
 
 // Ingress is the real→sentinel replacer for everything that goes back to

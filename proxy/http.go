@@ -334,6 +334,12 @@ func (s *Server) handlePlain(ctx context.Context, bw *bufio.Writer, req *http.Re
 	if terr == nil {
 		out.URL = upstreamURL(out.URL, t, s.cfg.AmbiguousTarget == AmbiguousNormalize && s.cfg.active(d.Host, port), parent != nil)
 	}
+	// Last, so that judging, filtering and their reports saw sentinels;
+	// Egress injects in cleartext only with allowPlaintextInject.
+	if ref, err := s.credentialsRequest(out, d.Host, port, false, true); ref != nil || err != nil {
+		s.refusePlainCredentials(bw, d.Host, port, ref, err)
+		return false
+	}
 	resp, err := rt.RoundTrip(out)
 	if err != nil {
 		if re, ok := isRefused(err); ok {
@@ -341,8 +347,8 @@ func (s *Server) handlePlain(ctx context.Context, bw *bufio.Writer, req *http.Re
 			s.violation("http", re.Decision, port)
 			return false
 		}
-		s.log.LogAttrs(ctx, slog.LevelDebug, "HTTP upstream failed", slog.String("host", d.Host), slog.Any("error", err))
-		writeSimple(bw, 502, "Bad Gateway", "upstream request failed: "+err.Error())
+		s.log.LogAttrs(ctx, slog.LevelDebug, "HTTP upstream failed", slog.String("host", d.Host), slog.String("error", s.scrub(err.Error())))
+		writeSimple(bw, 502, "Bad Gateway", "upstream request failed: "+s.scrub(err.Error()))
 		return false
 	}
 	defer resp.Body.Close()
@@ -355,6 +361,10 @@ func (s *Server) handlePlain(ctx context.Context, bw *bufio.Writer, req *http.Re
 		return false
 	}
 	removeHopByHop(resp.Header)
+	if why := s.scrubResponse(resp); why != "" {
+		writeResponse(bw, "502 Bad Gateway", errHdrCredUnscannable, cleanBody(why+"\n"))
+		return false
+	}
 	s.editResponse(resp, dec)
 	keep := !req.Close && req.ProtoAtLeast(1, 1)
 	resp.Close = !keep

@@ -231,6 +231,7 @@ func New(cfg Config) (*Server, error) {
 		MaxIdleConns:        MaxIdleUpstream,
 		IdleConnTimeout:     30 * time.Second,
 	}
+	s.decodeForCredentials()
 	return s, nil
 }
 

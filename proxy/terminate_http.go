@@ -138,6 +138,11 @@ func (s *Server) serveTerminated(w http.ResponseWriter, r *http.Request, tn *tun
 		out.Header.Set("Connection", "Upgrade")
 		out.Header.Set("Upgrade", upProto)
 	}
+	// Last, so that judging, filtering and their reports saw sentinels.
+	if ref := s.credentialsTerminated(out, r, tn, upgrade); ref != nil {
+		s.refuseTerminated(w, tn, ref)
+		return
+	}
 	resp, err := s.term.upstream.forRequest(r).RoundTrip(out)
 	if err != nil {
 		s.upstreamFailed(ctx, w, tn, err)
@@ -149,6 +154,10 @@ func (s *Server) serveTerminated(w http.ResponseWriter, r *http.Request, tn *tun
 		return
 	}
 	removeHopByHop(resp.Header)
+	if why := s.scrubResponse(resp); why != "" {
+		s.writeTermError(w, http.StatusBadGateway, errHdrCredUnscannable, why)
+		return
+	}
 	s.editResponse(resp, dec)
 	h := w.Header()
 	for k, vv := range resp.Header {
@@ -309,13 +318,12 @@ func streamBody(w http.ResponseWriter, src io.Reader) error {
 }
 
 // refuseTerminated writes ref as the answer to a request of tunnel tn and
-// reports it.
+// reports it (unless it has no rule: a failure, not a refusal).
 func (s *Server) refuseTerminated(w http.ResponseWriter, tn *tunnel, ref *termRefusal) {
-	h := w.Header()
-	h.Set("Content-Type", "text/plain; charset=utf-8")
-	h.Set("X-Proxy-Error", ref.xerr)
-	w.WriteHeader(ref.status)
-	io.WriteString(w, cleanBody(ref.reason)+"\n")
+	s.writeTermError(w, ref.status, ref.xerr, ref.reason)
+	if ref.rule == "" {
+		return
+	}
 	s.violation("connect", netrule.Decision{Host: tn.d.Host, Reason: ref.reason, Rule: ref.rule}, tn.port)
 }
 
@@ -325,23 +333,23 @@ func (s *Server) upstreamFailed(ctx context.Context, w http.ResponseWriter, tn *
 		return // the client has gone
 	}
 	if re, ok := isRefused(err); ok {
-		writeTermError(w, http.StatusForbidden, errHdrAddress, "Connection to "+tn.d.Host+" blocked: "+re.Decision.Reason)
+		s.writeTermError(w, http.StatusForbidden, errHdrAddress, "Connection to "+tn.d.Host+" blocked: "+re.Decision.Reason)
 		s.violation("connect", re.Decision, tn.port)
 		return
 	}
 	if pe, ok := isParentRefusal(err); ok {
 		s.logParentRefusal(ctx, pe)
-		writeTermError(w, http.StatusBadGateway, errHdrParent, pe.Error())
+		s.writeTermError(w, http.StatusBadGateway, errHdrParent, pe.Error())
 		return
 	}
 	if isCertError(err) {
-		s.log.LogAttrs(ctx, slog.LevelWarn, "terminated tunnel: upstream certificate not trusted", slog.String("host", tn.d.Host), slog.Any("error", err))
-		writeTermError(w, http.StatusBadGateway, errHdrUpstreamCA,
+		s.log.LogAttrs(ctx, slog.LevelWarn, "terminated tunnel: upstream certificate not trusted", slog.String("host", tn.d.Host), slog.String("error", s.scrub(err.Error())))
+		s.writeTermError(w, http.StatusBadGateway, errHdrUpstreamCA,
 			"the certificate of "+net.JoinHostPort(tn.d.Host, strconv.Itoa(tn.port))+" is not trusted by the sandbox runtime: "+err.Error())
 		return
 	}
-	s.log.LogAttrs(ctx, slog.LevelDebug, "terminated tunnel: upstream failed", slog.String("host", tn.d.Host), slog.Any("error", err))
-	writeTermError(w, http.StatusBadGateway, "", "upstream request failed: "+err.Error())
+	s.log.LogAttrs(ctx, slog.LevelDebug, "terminated tunnel: upstream failed", slog.String("host", tn.d.Host), slog.String("error", s.scrub(err.Error())))
+	s.writeTermError(w, http.StatusBadGateway, "", "upstream request failed: "+err.Error())
 }
 
 // isCertError reports whether err is the upstream's certificate failing
@@ -356,7 +364,11 @@ func isCertError(err error) bool {
 	return errors.As(err, &ve) || errors.As(err, &ua) || errors.As(err, &he) || errors.As(err, &ci)
 }
 
-func writeTermError(w http.ResponseWriter, status int, xerr, body string) {
+// writeTermError writes srt's own answer to a request of a terminated
+// tunnel: body, scrubbed of real credential values (it may quote an
+// upstream's error), as text.
+func (s *Server) writeTermError(w http.ResponseWriter, status int, xerr, body string) {
+	body = s.scrub(body)
 	h := w.Header()
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	if xerr != "" {
@@ -372,7 +384,7 @@ func writeTermError(w http.ResponseWriter, status int, xerr, body string) {
 func (s *Server) relayUpgrade(ctx context.Context, w http.ResponseWriter, resp *http.Response, finish func()) {
 	up, ok := resp.Body.(io.ReadWriteCloser)
 	if !ok {
-		writeTermError(w, http.StatusBadGateway, "", "upstream switched protocols without a connection to relay")
+		s.writeTermError(w, http.StatusBadGateway, "", "upstream switched protocols without a connection to relay")
 		return
 	}
 	conn, brw, err := http.NewResponseController(w).Hijack()
@@ -384,6 +396,7 @@ func (s *Server) relayUpgrade(ctx context.Context, w http.ResponseWriter, resp *
 	defer conn.Close()
 	upProto := resp.Header.Get("Upgrade")
 	removeHopByHop(resp.Header)
+	scrubHeader(s.cfg.Credentials.Ingress(), resp.Header)
 	resp.Header.Set("Connection", "Upgrade")
 	resp.Header.Set("Upgrade", upProto)
 	fmt.Fprintf(brw, "HTTP/1.1 101 %s\r\n", http.StatusText(http.StatusSwitchingProtocols))
@@ -396,7 +409,9 @@ func (s *Server) relayUpgrade(ctx context.Context, w http.ResponseWriter, resp *
 	defer stop()
 	errc := make(chan struct{}, 2)
 	go func() { io.Copy(up, brw.Reader); errc <- struct{}{} }() // brw.Reader holds what the client sent early
-	go func() { io.Copy(conn, up); errc <- struct{}{} }()
+	// credentialsTerminated refused the Upgrade unless Ingress keeps
+	// lengths, so frames stay whole.
+	go func() { io.Copy(conn, s.cfg.Credentials.Ingress().Reader(up)); errc <- struct{}{} }()
 	<-errc
 	conn.Close()
 	up.Close()
