@@ -32,7 +32,8 @@ type credRecord struct {
 // both back (as "PATH auth=VALUE" and "PATH body=BODY" lines, the header
 // also as X-Echo-Auth) so that a real value reaches the proxy's ingress,
 // and serves "/git/" with git http-backend behind Basic auth whose
-// password must be gitPassword (401 otherwise).
+// password must be gitPassword (401 otherwise; "/git-refused" records the
+// last credentials refused).
 type credUpstream struct {
 	ip, scheme  string
 	port        int
@@ -78,9 +79,11 @@ func startCredUpstream(t *testing.T, pki *tlsPKI, ip, repoRoot, gitPassword stri
 			if _, pw, ok := r.BasicAuth(); !ok || pw != u.gitPassword {
 				w.Header().Set("WWW-Authenticate", `Basic realm="srt-e2e"`)
 				http.Error(w, "authentication required", http.StatusUnauthorized)
-				u.mu.Lock()
-				u.seen["/git-refused"] = credRecord{auth: r.Header.Get("Authorization")}
-				u.mu.Unlock()
+				if a := r.Header.Get("Authorization"); a != "" {
+					u.mu.Lock()
+					u.seen["/git-refused"] = credRecord{auth: a}
+					u.mu.Unlock()
+				}
 				return
 			}
 			u.mu.Lock()
