@@ -1,8 +1,15 @@
 package e2e
 
 import (
+	"bufio"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -307,5 +314,126 @@ func checkCredShown(t *testing.T, s credSecrets, stdout string) {
 		if v := lineValue(stdout, "jwt-py "+n+" "); !strings.HasPrefix(v, "HS256 {") {
 			t.Errorf("python3 does not decode %s inside as a JWT (%q)", n, v)
 		}
+	}
+}
+
+// sigv4Server is credential/testdata/sigv4_server.py, an endpoint that
+// verifies SigV4 signatures with botocore against the real keys.
+const sigv4Server = "../credential/testdata/sigv4_server.py"
+
+// startSigV4Front starts sigv4Server (plain HTTP on the host's 127.0.0.1)
+// with the real keys, and a TLS front for it on tlsTermIP (the sandbox
+// reaches 127.0.0.1 without the proxy: NO_PROXY names it) that forwards
+// every request as received, Host included. It returns the front's URL
+// and the server's log of verdicts.
+func startSigV4Front(t *testing.T, pki *tlsPKI, dir, akid, secret string) (string, string) {
+	t.Helper()
+	logf := filepath.Join(dir, "sigv4.log")
+	cmd := exec.Command("/usr/bin/python3", sigv4Server, "serve", "--log", logf)
+	cmd.Env = append(os.Environ(), "SIGV4_REAL_AKID="+akid, "SIGV4_REAL_SECRET="+secret)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", sigv4Server, err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	port, ok := strings.CutPrefix(strings.TrimSpace(line), "port ")
+	if err != nil || !ok {
+		t.Fatalf("%s did not say its port: %q %v", sigv4Server, line, err)
+	}
+	target, _ := url.Parse("http://127.0.0.1:" + port)
+	rp := &httputil.ReverseProxy{Director: func(r *http.Request) { r.URL.Scheme, r.URL.Host = target.Scheme, target.Host }}
+	ln, err := net.Listen("tcp", tlsTermIP+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := httptest.NewUnstartedServer(rp)
+	s.Listener.Close()
+	s.Listener = ln
+	s.TLS = &tls.Config{Certificates: []tls.Certificate{pki.server}}
+	s.StartTLS()
+	t.Cleanup(s.Close)
+	return "https://" + ln.Addr().String(), logf
+}
+
+// TestCredentialsAWS: the aws CLI inside the sandbox, with
+// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY masked, reaches an endpoint
+// that verifies SigV4 with the real keys (srt's proxy re-signs); the same
+// CLI with masking off and the sandbox's fake keys is refused, so the
+// verifier can fail.
+func TestCredentialsAWS(t *testing.T) {
+	requireSandbox(t)
+	if _, err := os.Stat(sigv4Server); err != nil {
+		t.Skipf("no %s on this branch yet (the sigv4 work brings it): %v", sigv4Server, err)
+	}
+	if _, err := exec.LookPath("aws"); err != nil {
+		t.Fatalf("the aws CLI is not installed (scripts/setup.sh installs awscli): %v", err)
+	}
+	dir, err := os.MkdirTemp(baseDir, "creds-aws-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	pki := newTLSPKI(t, tlsUpstreamCN)
+	upCA := filepath.Join(dir, "upstream-ca.pem")
+	if err := os.WriteFile(upCA, pki.caPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	akid, secret := "AKIA"+strings.ToUpper(randomAlnum(t, 16)), randomAlnum(t, 40)
+	front, logf := startSigV4Front(t, pki, dir, akid, secret)
+	network := `"network":{"allowedDomains":["` + tlsTermIP + `"],"tlsTerminate":{"extraCaCertPaths":["` + upCA + `"]}}`
+	masked := `{"filesystem":{"allowWrite":["."]},` + network + `,"credentials":{"envVars":[` +
+		`{"name":"AWS_ACCESS_KEY_ID","mode":"mask"},{"name":"AWS_SECRET_ACCESS_KEY","mode":"mask"}]}}`
+	unmasked := `{"filesystem":{"allowWrite":["."]},` + network + `}`
+	ep := " --endpoint-url " + front
+	script := strings.Join([]string{
+		`echo "akid=$AWS_ACCESS_KEY_ID"`,
+		"echo hello > obj.txt",
+		"aws s3api put-object --bucket bkt --key hello.txt --body obj.txt" + ep + " >/dev/null; echo put-exit=$?",
+		"aws s3 ls s3://bkt" + ep + "; echo ls-exit=$?",
+		"aws sts get-caller-identity" + ep + "; echo sts-exit=$?",
+	}, "\n")
+	awsEnv := func(id, key string) []string {
+		return []string{"AWS_ACCESS_KEY_ID=" + id, "AWS_SECRET_ACCESS_KEY=" + key, "AWS_DEFAULT_REGION=us-east-1",
+			"AWS_EC2_METADATA_DISABLED=true", "AWS_CONFIG_FILE=/nonexistent", "AWS_SHARED_CREDENTIALS_FILE=/nonexistent", "AWS_PAGER="}
+	}
+	forEachUser(t, func(t *testing.T, u *account) {
+		t.Run("masked", func(t *testing.T) {
+			wd := u.workDir(t)
+			stdout, stderr, code := srtRun{u: u, dir: wd, settings: masked, env: awsEnv(akid, secret), pre: []string{"--debug"},
+				args: []string{"sh", "-c", script}, timeout: credDeadline}.run(t)
+			report := "exit " + strconv.Itoa(code) + "\nstdout:\n" + stdout + "\nstderr:\n" + stderr
+			if code == 125 {
+				t.Fatalf("srt refused the settings: %s", report)
+			}
+			assertNoLeak(t, "srt's stdout", stdout, akid, secret)
+			assertNoLeak(t, "srt's stderr", stderr, akid, secret)
+			if shown := lineValue(stdout, "akid="); shown == akid || len(shown) != len(akid) || !strings.HasPrefix(shown, "AKIA") {
+				t.Errorf("AWS_ACCESS_KEY_ID shows %q inside, want a sentinel of its shape; %s", shown, report)
+			}
+			for _, w := range []string{"put-exit=0", "hello.txt", "ls-exit=0", "sts-exit=0"} {
+				if !strings.Contains(stdout, w) {
+					t.Errorf("stdout lacks %q: the re-signed requests did not verify; %s", w, report)
+				}
+			}
+		})
+		t.Run("unmasked-fake-keys", func(t *testing.T) {
+			// The keys the sandbox would see, sent as they are: refused.
+			wd := u.workDir(t)
+			fakeID, fakeKey := "AKIA"+strings.ToUpper(randomAlnum(t, 16)), randomAlnum(t, 40)
+			stdout, stderr, code := srtRun{u: u, dir: wd, settings: unmasked, env: awsEnv(fakeID, fakeKey),
+				args: []string{"sh", "-c", script}, timeout: credDeadline}.run(t)
+			if strings.Contains(stdout, "sts-exit=0") || strings.Contains(stdout, "put-exit=0") || !strings.Contains(stdout, "put-exit=") {
+				t.Errorf("the endpoint accepted keys it does not know (or the CLI did not run): exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+			}
+		})
+	})
+	if b, err := os.ReadFile(logf); err != nil || !strings.Contains(string(b), `"ok": true`) && !strings.Contains(string(b), `"ok":true`) {
+		t.Errorf("the verifier logged no verified request (%v):\n%s", err, b)
 	}
 }
