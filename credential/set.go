@@ -2,7 +2,6 @@ package credential
 
 import (
 	"encoding/binary"
-	"net/http"
 	"strings"
 	"sync"
 )
@@ -198,13 +197,3 @@ type Refusal struct {
 }
 
 func (r *Refusal) Error() string { return r.Reason }
-
-// ResignSigV4 re-signs r, a request to host whose headers Egress has
-// already rewritten, when its AWS Signature Version 4 names the fake
-// access key id of one of Options.AWSPairs, with the real secret
-// (reference 0.0.83 "credentials.sigv4"). It returns nil when r is not
-// such a request or was re-signed, and a *Refusal for a shape the
-// SigV4Policy refuses. r.Body may be replaced (read to hash it).
-func (s *Set) ResignSigV4(r *http.Request, host string, port int) error {
-	return nil // issue 18: sigv4.go
-}
