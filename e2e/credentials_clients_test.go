@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net"
-	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
@@ -346,7 +345,10 @@ func startSigV4Front(t *testing.T, pki *tlsPKI, dir, akid, secret string) (strin
 		t.Fatalf("%s did not say its port: %q %v", sigv4Server, line, err)
 	}
 	target, _ := url.Parse("http://127.0.0.1:" + port)
-	rp := &httputil.ReverseProxy{Director: func(r *http.Request) { r.URL.Scheme, r.URL.Host = target.Scheme, target.Host }}
+	rp := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+		pr.SetURL(target)
+		pr.Out.Host = pr.In.Host // signed: kept as the client sent it
+	}}
 	ln, err := net.Listen("tcp", tlsTermIP+":0")
 	if err != nil {
 		t.Fatal(err)
