@@ -1,6 +1,9 @@
 package credential
 
-import "io"
+import (
+	"bytes"
+	"io"
+)
 
 // readChunk is how much replaceReader asks its source for at a time.
 const readChunk = 64 << 10
@@ -47,9 +50,12 @@ func (rr *replaceReader) Read(p []byte) (int, error) {
 		}
 		empty = 0
 		if err == nil {
-			// Every position before cut can be decided now: a pattern
-			// starting there ends within in.
-			if cut := len(rr.in) - (rr.r.maxLen - 1); cut > 0 {
+			// Every position before cut can be decided now: no pattern
+			// starting there needs bytes not read yet. Only a tail that
+			// could still begin a match is held back, so that a stream
+			// (server-sent events, a websocket's last message) is never
+			// delayed by bytes that cannot be a secret.
+			if cut := rr.r.undecided(rr.in); cut > 0 {
 				rr.substitute(cut)
 			}
 		}
@@ -79,4 +85,18 @@ func (rr *replaceReader) substitute(cut int) {
 	}
 	rr.outBuf, rr.out = out, out
 	rr.in = rr.in[:copy(rr.in, rr.in[pos:])]
+}
+
+// undecided returns the first position of b from which b's rest is a
+// proper prefix of a pattern (a match there needs more input), or len(b)
+// when there is none. Only the last maxLen-1 positions can be one.
+func (r *Replacer) undecided(b []byte) int {
+	for i := max(0, len(b)-(r.maxLen-1)); i < len(b); i++ {
+		for _, k := range r.byFirst[b[i]] {
+			if q := r.pairs[k].from; len(q) > len(b)-i && bytes.HasPrefix(q, b[i:]) {
+				return i
+			}
+		}
+	}
+	return len(b)
 }

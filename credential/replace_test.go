@@ -296,3 +296,28 @@ func naiveReplace(kv []string, in string) string {
 	}
 	return out.String()
 }
+
+// TestReaderDoesNotHoldBack checks that bytes that cannot begin a match
+// are returned at once, without waiting for the source's next read.
+func TestReaderDoesNotHoldBack(t *testing.T) {
+	r := newReplacer([]pair{{from: []byte("secret-value-123"), to: []byte("sentinel-abc-456")}})
+	pr, pw := io.Pipe()
+	rd := r.Reader(pr)
+	go pw.Write([]byte("data: first\n"))
+	buf := make([]byte, 64)
+	n, err := rd.Read(buf)
+	if err != nil || string(buf[:n]) != "data: first\n" {
+		t.Fatalf("Read = %q, %v; want the whole line at once", buf[:n], err)
+	}
+	// A tail that may begin the secret is held until it is decided.
+	go pw.Write([]byte("x secret-"))
+	n, _ = rd.Read(buf)
+	if string(buf[:n]) != "x " {
+		t.Fatalf("Read = %q; want %q (the possible start of a match held)", buf[:n], "x ")
+	}
+	go func() { pw.Write([]byte("value-123 y")); pw.Close() }()
+	rest, _ := io.ReadAll(rd)
+	if string(rest) != "sentinel-abc-456 y" {
+		t.Fatalf("rest = %q", rest)
+	}
+}

@@ -39,6 +39,7 @@ const (
 	sigV4AAlgorithm = "AWS4-ECDSA-P256-SHA256"
 	unsignedPayload = "UNSIGNED-PAYLOAD"
 	streamingPrefix = "STREAMING-"
+	unsignedTrailer = "STREAMING-UNSIGNED-PAYLOAD-TRAILER"
 	amzDateLayout   = "20060102T150405Z"
 )
 
@@ -160,7 +161,13 @@ func (s *Set) classify(r *http.Request) (*awsCreds, sigV4Shape) {
 			return p, shapeSigV4A
 		case !strings.HasPrefix(a, sigV4Algorithm):
 			continue
-		case slices.ContainsFunc(r.Header.Values("X-Amz-Content-Sha256"), func(v string) bool { return strings.HasPrefix(v, streamingPrefix) }):
+		case slices.ContainsFunc(r.Header.Values("X-Amz-Content-Sha256"), func(v string) bool {
+			// STREAMING-UNSIGNED-PAYLOAD-TRAILER signs no chunk and no
+			// trailer (aws-chunked with a checksum trailer, as the AWS
+			// CLI sends for PutObject over HTTPS): its seed signature is
+			// the only one, re-signed like UNSIGNED-PAYLOAD.
+			return strings.HasPrefix(v, streamingPrefix) && v != unsignedTrailer
+		}):
 			return p, shapeStreaming
 		}
 		return p, shapeHeader

@@ -112,7 +112,7 @@ func TestSettingsErrors(t *testing.T) {
 		{"schema-depth-out-of-range", `{"mandatoryDenySearchDepth":11}`, `mandatoryDenySearchDepth`},
 		{"unknown-key-typo", `{"filesytem":{"allowWrite":["."]}}`, `"filesytem".*did you mean "filesystem"`},
 		{"unknown-nested-key-typo", `{"filesystem":{"alowWrite":["."]}}`, `alowWrite.*allowWrite`},
-		{"unsupported-credentials", `{"credentials":{}}`, `credentials.*not supported`},
+		{"unsupported-filter-request", `{"network":{"filterRequest":{}}}`, `network\.filterRequest.*not supported`},
 		{"tls-terminate-not-object", `{"network":{"tlsTerminate":true}}`, `network\.tlsTerminate: expected an object`},
 	}
 	forEachUser(t, func(t *testing.T, u *account) {

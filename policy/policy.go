@@ -147,6 +147,10 @@ type Policy struct {
 	// read-only copy with sentinels in place of its secrets, mounted over
 	// the file at its resolved path. Their real paths are in DenyWrite.
 	MaskedFiles []MaskedFile
+	// CredentialFiles are the credentials.files paths ("~/" expanded),
+	// present or not, in both modes: a backend that can neither mask nor
+	// hide them refuses the policy when there are any.
+	CredentialFiles []string
 
 	// View, when not nil, confines the sandbox to a few system
 	// directories and the View's mounts: nothing else is readable (see
@@ -284,6 +288,11 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 	if p.Network, err = networkOf(s, env.Home); err != nil {
 		return nil, err
 	}
+	cr, err := credentialsOf(s, p.Network, env.Home)
+	if err != nil {
+		return nil, err
+	}
+	p.CredentialFiles = cr.paths()
 	p.NamesAtCreation, p.NamesAtCreationSet = s.Filesystem.NamesAtCreation()
 	if p.FilesystemDisabled {
 		if t := p.Network.TLS; t != nil && t.CAKeyPath != "" {
@@ -292,6 +301,10 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 		if err := p.mitmSocketRules(); err != nil {
 			return nil, err
 		}
+		if err := cr.filesystemDisabled(); err != nil {
+			return nil, err
+		}
+		p.Network.Credentials = cr.set()
 		return p, nil
 	}
 	r := resolver{cwd: env.Cwd, home: env.Home, untrusted: env.Untrusted, p: p}
@@ -313,6 +326,7 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 	if sock := p.Network.MITMSocket; sock != "" {
 		p.DenyRead = append(p.DenyRead, makePath(sock, OriginMandatory, ruleMITMSocket))
 	}
+	p.DenyRead = append(p.DenyRead, cr.readDenies()...)
 	p.AllowRead = dropMandatoryCarveOuts(r.entries("filesystem.allowRead", fs.AllowRead, false), p.DenyRead)
 	p.DenyWrite = r.entries("filesystem.denyWrite", fs.DenyWrite, true)
 	if t := p.Network.TLS; t != nil {
@@ -320,6 +334,7 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 			p.DenyWrite = append(p.DenyWrite, makePath(f, OriginMandatory, "mandatory: network.tlsTerminate's CA files"))
 		}
 	}
+	p.DenyWrite = append(p.DenyWrite, cr.writeDenies()...)
 	for _, f := range hostRootPaths() {
 		p.DenyWrite = append(p.DenyWrite, makePath(f, OriginMandatory, "mandatory: the host's root certificates (SSL_CERT_FILE, SSL_CERT_DIR)"))
 	}
@@ -339,6 +354,9 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 		if *l.list, err = r.guardRules(guard, *l.list, l.kind); err != nil {
 			return nil, err
 		}
+	}
+	if err := cr.maskFiles(p); err != nil {
+		return nil, err
 	}
 	// A denyRead path that does not exist yet cannot be created either
 	// where it lies in a write root: otherwise a run could leave a link
@@ -461,6 +479,7 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 			p.LinkedDenies = append(p.LinkedDenies, d)
 		}
 	}
+	p.Network.Credentials = cr.set()
 	return p, nil
 }
 

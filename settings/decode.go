@@ -162,7 +162,7 @@ func (c *checker) settings(root *node) (*Settings, error) {
 		case "git":
 			err = c.git(m.val, p, &s.Git)
 		case "credentials":
-			err = c.unsupported(m, "")
+			s.Credentials, err = c.credentials(m.val, p)
 		case "ripgrep", "socatPath", "seccomp", "javaAgentJarPath", "windows":
 			// The reference's own helpers; srt-go has no use for them.
 			s.Ignored = append(s.Ignored, p)

@@ -105,7 +105,7 @@ var errCases = []errCase{
 		"network.deniedResolvedAddresses[1]", 1, 56, `"[::1]" is not an IP address or CIDR prefix`},
 
 	// Security keys srt-go does not implement.
-	{"credentials", "{\"credentials\": {\"envVars\": []}}", "credentials", 1, 2, unsupportedMsg},
+	{"filter-request", "{\"network\": {\"filterRequest\": {}}}", "network.filterRequest", 1, 14, unsupportedMsg},
 
 	// Positions after a BOM, comments and multi-byte characters.
 	{"bom-column", "\xEF\xBB\xBF{\"allowPty\": 1}", "allowPty", 1, 14, "expected a boolean (true or false), got a number"},

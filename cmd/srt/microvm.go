@@ -41,6 +41,12 @@ func runMicroVM(s *settings.Settings, argv []string, lg *slog.Logger, stdin, std
 		fmt.Fprintf(stderr, "srt: %v\n", s.ErrorAt("network.tlsTerminate", errors.New("not supported by the microvm backend yet; remove it or use the native backend")))
 		return exitSetup
 	}
+	if s.Credentials != nil {
+		// Neither the VM's environment nor its share is masked yet:
+		// refuse rather than show a real value.
+		fmt.Fprintf(stderr, "srt: %v\n", s.ErrorAt("credentials", errors.New("not supported by the microvm backend yet; remove it or use the native backend")))
+		return exitSetup
+	}
 	readOnly := !pol.FilesystemDisabled
 	if !pol.FilesystemDisabled {
 		for _, d := range pol.DenyRead {

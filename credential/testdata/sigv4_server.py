@@ -49,6 +49,7 @@ from botocore.credentials import Credentials
 
 ALGORITHM = "AWS4-HMAC-SHA256"
 UNSIGNED = "UNSIGNED-PAYLOAD"
+UNSIGNED_TRAILER = "STREAMING-UNSIGNED-PAYLOAD-TRAILER"
 
 
 class Reject(Exception):
@@ -135,9 +136,9 @@ def verify(method, target, headers, body):
     if "host" not in signed:
         raise Reject(403, "AccessDenied", "host is not signed")
     sha = [v for k, v in headers if k.lower() == "x-amz-content-sha256"]
-    if sha and sha[0].startswith("STREAMING-"):
+    if sha and sha[0].startswith("STREAMING-") and sha[0] != UNSIGNED_TRAILER:
         raise Reject(501, "NotImplemented", "this verifier does not verify streaming (aws-chunked) payloads")
-    if sha and sha[0] != UNSIGNED and sha[0] != hashlib.sha256(body).hexdigest():
+    if sha and sha[0] not in (UNSIGNED, UNSIGNED_TRAILER) and sha[0] != hashlib.sha256(body).hexdigest():
         raise Reject(400, "XAmzContentSHA256Mismatch", "the body is not the declared hash")
     if service == "s3" and not sha:
         raise Reject(400, "InvalidRequest", "S3 wants X-Amz-Content-Sha256")
@@ -158,6 +159,19 @@ def verify(method, target, headers, body):
     if not hmac.compare_digest(want, signature):
         raise Reject(403, "SignatureDoesNotMatch",
                      "the signature does not verify with the real credentials")
+
+
+def aws_unchunk(body):
+    """The data of an aws-chunked body (STREAMING-UNSIGNED-PAYLOAD-TRAILER:
+    hex size, CRLF, data, CRLF, ..., a zero chunk and the trailers)."""
+    out = b""
+    while body:
+        line, _, body = body.partition(b"\r\n")
+        n = int(line.split(b";")[0], 16)
+        if n == 0:
+            break
+        out, body = out + body[:n], body[n + 2:]
+    return out
 
 
 def check(method, target, headers, body):
@@ -235,6 +249,8 @@ class Handler(BaseHTTPRequestHandler):
         bucket, _, key = path.lstrip("/").partition("/")
         with self.lock:
             if self.command == "PUT" and key:
+                if "aws-chunked" in self.headers.get("Content-Encoding", ""):
+                    body = aws_unchunk(body)
                 self.objects[(bucket, key)] = body
                 etag = '"%s"' % hashlib.md5(body).hexdigest()
                 self.reply(200, extra=[("ETag", etag)])

@@ -108,7 +108,7 @@ func Start(ctx context.Context, cfg Config) (_ *Process, err error) {
 	if nw.TLS != nil {
 		term = nw.TLS.Terminate
 	}
-	if p.srv, err = proxy.New(proxy.Config{Policy: nw.Rules, OnViolation: cfg.OnViolation, Logger: lg, MaxConns: nw.MaxConns, Parent: nw.Parent, Terminate: term, Filtering: nw.Filter}); err != nil {
+	if p.srv, err = proxy.New(proxy.Config{Policy: nw.Rules, OnViolation: cfg.OnViolation, Logger: lg, MaxConns: nw.MaxConns, Parent: nw.Parent, Terminate: term, Filtering: nw.Filter, Credentials: nw.Credentials}); err != nil {
 		return nil, err
 	}
 	var sctx context.Context
@@ -127,7 +127,8 @@ func Start(ctx context.Context, cfg Config) (_ *Process, err error) {
 
 	tag := NewTag(strings.Join(cfg.Argv, " "))
 	profile, err := Profile(Options{
-		Policy: cfg.Policy, Tag: tag,
+		// Seatbelt cannot show a masked copy: a masked file is denied.
+		Policy: cfg.Policy.MasksDenied(), Tag: tag,
 		HTTPProxyPort: httpPort, SOCKSProxyPort: socksPort,
 		WriteRoots: []string{tmpdir},
 	})
@@ -172,6 +173,9 @@ func Start(ctx context.Context, cfg Config) (_ *Process, err error) {
 	// macOS's nc speaks HTTP CONNECT (-X connect), so ssh goes through
 	// the HTTP proxy with no helper of ours.
 	env = envlist.Set(env, "GIT_SSH_COMMAND", "ssh -o ProxyCommand='nc -X connect -x 127.0.0.1:"+strconv.Itoa(httpPort)+" %h %p'")
+	// Last, over everything srt set: masked and denied variables as the
+	// policy says, and any real value elsewhere shown as its sentinel.
+	env = nw.Credentials.Environ(env)
 
 	// "--" ends sandbox-exec's options, so a command starting with '-'
 	// is not read as one.

@@ -235,6 +235,12 @@ func StartLandlock(ctx context.Context, cfg Config, warn io.Writer) (*landlockPr
 	if cfg.Policy.Network.TLS != nil {
 		return nil, setupErr("network.tlsTerminate is not supported by the Landlock sandbox (enableWeakerNestedSandbox) yet")
 	}
+	if f := cfg.Policy.CredentialFiles; len(f) > 0 {
+		// Landlock cannot show a masked copy (no mount namespace), and a
+		// read-deny of a file it enforces by the file's directory rules,
+		// which a run could change the shape of between runs.
+		return nil, setupErr("credentials.files (%s) is not supported by the Landlock sandbox (enableWeakerNestedSandbox): it cannot mask or hide a single file; refusing to run", f[0])
+	}
 	// The proxies listen on the host's loopback: there is no network
 	// namespace to hand listeners out of.
 	n, _, err := newNetwork(cfg.Policy.Network, cfg.OnViolation, lg)
@@ -278,6 +284,7 @@ func StartLandlock(ctx context.Context, cfg Config, warn io.Writer) (*landlockPr
 		k, v, _ := cutKV(kv)
 		env = envlist.Set(env, k, v)
 	}
+	env = cfg.Policy.Network.Credentials.Environ(env)
 
 	stdin, stdout, stderr := cfg.Stdin, cfg.Stdout, cfg.Stderr
 	if lp.term, err = newTerminal(&stdin, &stdout, &stderr); err != nil {

@@ -92,7 +92,7 @@ func newNetwork(nw policy.Network, onViolation func(violation.Violation), lg *sl
 		}
 		return nw.Parent.Forbidden(ap)
 	}
-	srv, err := proxy.New(proxy.Config{Policy: nw.Rules, OnViolation: onViolation, Logger: lg, Forbidden: srtd, MaxConns: nw.MaxConns, Parent: nw.Parent, Terminate: term, Filtering: nw.Filter})
+	srv, err := proxy.New(proxy.Config{Policy: nw.Rules, OnViolation: onViolation, Logger: lg, Forbidden: srtd, MaxConns: nw.MaxConns, Parent: nw.Parent, Terminate: term, Filtering: nw.Filter, Credentials: nw.Credentials})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -288,6 +288,14 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		return nil, &SetupError{err}
 	}
 	args = append(args, trust...)
+	masks, masked, err := maskedFiles(cfg.Policy, plan, addFD)
+	if err != nil {
+		return nil, &SetupError{err}
+	}
+	args = append(args, masks...)
+	// Last, over everything srt set: a real value in any variable is
+	// shown as its sentinel, masked and denied variables as the policy says.
+	env = cfg.Policy.Network.Credentials.Environ(env)
 	lg.Debug("bwrap", "options", strings.Join(args, " "))
 	argsFile, err := memfile("srt-bwrap-args", []byte(strings.Join(args, "\x00")+"\x00"))
 	if err != nil {
@@ -313,6 +321,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	if spec.Mounts, err = mountChecks(plan); err != nil {
 		return nil, &SetupError{err}
 	}
+	spec.Mounts = withoutMasked(spec.Mounts, masked)
 	// In a sealed memfd, as bubblewrap's options: it can be longer than a
 	// pipe holds (a mount check per bind) and nobody reads it before
 	// bubblewrap runs.

@@ -1,0 +1,114 @@
+package policy
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/srt-go/srt/credential"
+	"github.com/srt-go/srt/netrule"
+	"github.com/srt-go/srt/settings"
+)
+
+// injectHosts compiles a masked entry's injectHosts (nil: the network's
+// allowedDomains) into the matcher of where its real value may be sent:
+// netrule.ParsePattern and Pattern.Match on the canonical host, as
+// excludeOf. Each explicit pattern must be reachable (covered by an
+// allowedDomains pattern, not by a deniedDomains one) and, when srt
+// terminates TLS, not covered by excludeDomains (such tunnels are never
+// opened, so nothing is injected): a host the entry names but the real
+// value can never reach is a mistake in the settings. Errors are
+// *KeyError at credentials.…[i].injectHosts[j].
+func injectHosts(key string, list []string, sn settings.Network, nw Network) (credential.HostMatcher, error) {
+	explicit := list != nil
+	if !explicit {
+		list = sn.AllowedDomains
+	}
+	parse := func(l []string, deny bool) []netrule.Pattern {
+		var out []netrule.Pattern
+		for _, e := range l {
+			if p, err := netrule.ParsePattern(e, deny); err == nil {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	allowed, denied := parse(sn.AllowedDomains, false), parse(sn.DeniedDomains, true)
+	var excluded []netrule.Pattern
+	if sn.TLSTerminate != nil && nw.TLS != nil {
+		excluded = parse(sn.TLSTerminate.ExcludeDomains, false)
+	}
+	pats := make([]netrule.Pattern, 0, len(list))
+	for j, e := range list {
+		at := fmt.Sprintf("%s.injectHosts[%d]", key, j)
+		p, err := netrule.ParsePattern(e, false)
+		if err != nil {
+			return nil, &KeyError{at, err}
+		}
+		if explicit {
+			reach := sn.AllowAllDomains
+			for _, a := range allowed {
+				// Reachable at some port is reachable: "api.example"
+				// under an "api.example:443" entry.
+				q := p
+				if q.Port == 0 {
+					q.Port = a.Port
+				}
+				reach = reach || covers(a, q)
+			}
+			switch {
+			case !reach:
+				return nil, &KeyError{at, fmt.Errorf("%q is not reachable: no network.allowedDomains entry covers it, so the real value could never be sent there", e)}
+			case anyCovers(denied, p) != "":
+				return nil, &KeyError{at, fmt.Errorf("%q is denied by network.deniedDomains entry %q, so the real value could never be sent there", e, anyCovers(denied, p))}
+			case anyCovers(excluded, p) != "":
+				return nil, &KeyError{at, fmt.Errorf("%q is in network.tlsTerminate.excludeDomains (%q): srt does not see into those tunnels, so it cannot inject there", e, anyCovers(excluded, p))}
+			}
+		}
+		pats = append(pats, p)
+	}
+	return func(host string, port int) bool {
+		canon, ip, err := netrule.CanonicalHost(host)
+		if err != nil {
+			return false
+		}
+		for _, p := range pats {
+			if p.Match(canon, ip, port) {
+				return true
+			}
+		}
+		return false
+	}, nil
+}
+
+// anyCovers returns the Raw of the first of list covering p, or "".
+func anyCovers(list []netrule.Pattern, p netrule.Pattern) string {
+	for _, a := range list {
+		if covers(a, p) {
+			return a.Raw
+		}
+	}
+	return ""
+}
+
+// covers reports whether every destination p matches is matched by a:
+// the same port or a for any port, and p's hosts equal to or below a's.
+func covers(a, p netrule.Pattern) bool {
+	if a.Port != 0 && a.Port != p.Port {
+		return false
+	}
+	switch p.Kind {
+	case netrule.KindHost, netrule.KindIP:
+		return a.Match(p.Host, p.IP, a.Port)
+	case netrule.KindSubdomains, netrule.KindLabel:
+		switch a.Kind {
+		case netrule.KindAny:
+			return true
+		case netrule.KindSubdomains:
+			// "*.a.example" is below "*.example"; a label pattern is when
+			// its wildcard lies in the part below a's base.
+			return (p.Kind == netrule.KindSubdomains && p.Host == a.Host) || strings.HasSuffix(p.Host, "."+a.Host)
+		}
+		return a.Kind == p.Kind && a.Host == p.Host
+	}
+	return a.Kind == netrule.KindAny
+}
