@@ -39,8 +39,8 @@ type creds struct {
 	home    string
 	secrets []credential.Secret
 	env     []credential.EnvRule
-	// shown are the variables that produced a secret, masked whole-value
-	// (AWS pairs are made of them).
+	// whole says, of each variable that produced a secret, whether it is
+	// masked whole-value (AWS pairs are made of those).
 	whole map[string]bool
 	// hosts are each entry's compiled injectHosts, by entry key
 	// ("credentials.envVars[0]").
