@@ -23,7 +23,7 @@ func secretValue(t *testing.T, prefix string) string {
 
 // credSettings are settings with TLS termination, the working directory
 // as write root and credentials cred.
-func credSettings(cred string) string {
+func credEnvSettings(cred string) string {
 	return `{"network": {"allowedDomains": ["api.example.com"], "tlsTerminate": {}}, "filesystem": {"allowWrite": ["."]}, "credentials": ` + cred + `}`
 }
 
@@ -40,10 +40,10 @@ func TestCredentialsEnvAndFiles(t *testing.T) {
 		u.write(t, filepath.Join(dir, "sub/creds.txt"), "user=bob\ntoken="+inFile+"\n")
 		u.write(t, filepath.Join(dir, "deny.txt"), inDeny)
 		os.Chmod(filepath.Join(dir, "sub/creds.txt"), 0o640)
-		settings := credSettings(fmt.Sprintf(`{"envVars": [{"name": "SRT_E2E_TOKEN", "mode": "mask"}, {"name": "SRT_E2E_DENIED", "mode": "deny"}],
+		settings := credEnvSettings(fmt.Sprintf(`{"envVars": [{"name": "SRT_E2E_TOKEN", "mode": "mask"}, {"name": "SRT_E2E_DENIED", "mode": "deny"}],
 		  "files": [{"path": %q, "mode": "mask", "extract": "token=(\\S+)"}, {"path": %q, "mode": "deny"}]}`,
 			filepath.Join(dir, "sub/creds.txt"), filepath.Join(dir, "deny.txt")))
-		script := `env; echo ---; tr '\0' '\n' </proc/self/environ; tr '\0' '\n' </proc/1/environ; echo ---
+		script := `env; echo ---; cat /proc/self/environ | tr '\0' '\n'; cat /proc/1/environ | tr '\0' '\n'; echo ---
 cat sub/creds.txt; cat deny.txt; echo ---
 stat -c 'mode %a' sub/creds.txt
 echo x >>sub/creds.txt && echo WROTE
@@ -105,12 +105,12 @@ cat sub/creds.txt`
 func TestCredentialsBadInput(t *testing.T) {
 	t.Parallel()
 	cases := []struct{ name, settings, key string }{
-		{"extract-without-group", credSettings(`{"envVars": [{"name": "SRT_E2E_TOKEN", "mode": "mask", "extract": "ghp_.*"}]}`), `credentials\.envVars\[0\]\.extract`},
-		{"unknown-key", credSettings(`{"envVars": [{"name": "SRT_E2E_TOKEN", "mod": "mask"}]}`), `credentials\.envVars\[0\].*did you mean "mode"`},
-		{"unreachable-inject-host", credSettings(`{"envVars": [{"name": "SRT_E2E_TOKEN", "mode": "mask", "injectHosts": ["evil.example"]}]}`), `credentials\.envVars\[0\]\.injectHosts\[0\].*not reachable`},
+		{"extract-without-group", credEnvSettings(`{"envVars": [{"name": "SRT_E2E_TOKEN", "mode": "mask", "extract": "ghp_.*"}]}`), `credentials\.envVars\[0\]\.extract`},
+		{"unknown-key", credEnvSettings(`{"envVars": [{"name": "SRT_E2E_TOKEN", "mod": "mask"}]}`), `credentials\.envVars\[0\].*did you mean "mode"`},
+		{"unreachable-inject-host", credEnvSettings(`{"envVars": [{"name": "SRT_E2E_TOKEN", "mode": "mask", "injectHosts": ["evil.example"]}]}`), `credentials\.envVars\[0\]\.injectHosts\[0\].*not reachable`},
 		{"no-tls-terminate", `{"network": {"allowedDomains": ["api.example.com"]}, "credentials": {"envVars": [{"name": "SRT_E2E_TOKEN", "mode": "mask"}]}}`, `credentials\.envVars\[0\]\.mode.*network\.tlsTerminate`},
 		{"files-with-filesystem-disabled", `{"filesystem": {"disabled": true}, "credentials": {"files": [{"path": "/etc/hostname", "mode": "deny"}]}}`, `credentials\.files\[0\]`},
-		{"no-match-error", credSettings(`{"envVars": [{"name": "SRT_E2E_TOKEN", "mode": "mask", "extract": "key=(\\S+)", "onExtractNoMatch": "error"}]}`), `credentials\.envVars\[0\]\.extract.*nothing to mask`},
+		{"no-match-error", credEnvSettings(`{"envVars": [{"name": "SRT_E2E_TOKEN", "mode": "mask", "extract": "key=(\\S+)", "onExtractNoMatch": "error"}]}`), `credentials\.envVars\[0\]\.extract.*nothing to mask`},
 	}
 	forEachUser(t, func(t *testing.T, u *account) {
 		t.Parallel()
