@@ -144,7 +144,7 @@ func TestCredentialsClients(t *testing.T) {
 			`echo "filetoken=$(cat ` + sec + `/token)"`, `sed 's/^/netrc: /' ` + sec + `/netrc`,
 			`cat ` + sec + `/denied 2>&1 | sed 's/^/denied-file: /'`,
 			`echo "jwt=$JWT"`, `echo "jwt2=$JWT2"`,
-			`env | sed 's/^/env: /'`, `tr '\0' '\n' </proc/self/environ | sed 's/^/environ: /'`,
+			`env | sed 's/^/env: /'`, `cat /proc/self/environ | tr '\0' '\n' | sed 's/^/environ: /'`,
 			// Python reads the tokens as JWTs: they must still parse.
 			`python3 -c "import os,json,base64
 for n in ('JWT','JWT2'):
