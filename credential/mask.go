@@ -69,8 +69,17 @@ func MaskValue(real []byte, m Mask) (Masked, error) {
 	}
 	re := m.Extract
 	if re == nil && !m.JWT {
-		s := Mint(real)
-		return Masked{Shown: s, Values: []Value{{Real: real, Sentinel: s}}}, nil
+		// The secret is the value without the white space around it: a
+		// token file ends with a newline that `$(cat file)` and most
+		// readers drop, and the sentinel must still match what they send.
+		secret := bytes.TrimSpace(real)
+		if len(secret) == 0 {
+			return Masked{Shown: real}, nil
+		}
+		lead := bytes.Index(real, secret)
+		s := Mint(secret)
+		shown := append(append(append([]byte{}, real[:lead]...), s...), real[lead+len(secret):]...)
+		return Masked{Shown: shown, Values: []Value{{Real: secret, Sentinel: s}}}, nil
 	}
 	if re == nil {
 		re = jwtPattern

@@ -53,6 +53,24 @@ func TestMaskWhole(t *testing.T) {
 	}
 }
 
+// TestMaskWholeTrimsSpace: a token file's trailing newline is not part of
+// the secret, so the sentinel a reader sends without it still matches.
+func TestMaskWholeTrimsSpace(t *testing.T) {
+	m, err := MaskValue([]byte("  glpat-aB3dE5fG7hI9jK1lM3nO\n"), Mask{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Values) != 1 || string(m.Values[0].Real) != "glpat-aB3dE5fG7hI9jK1lM3nO" {
+		t.Fatalf("Values = %+v, want the token without the white space", m.Values)
+	}
+	if want := "  " + string(m.Values[0].Sentinel) + "\n"; string(m.Shown) != want {
+		t.Fatalf("Shown = %q, want %q", m.Shown, want)
+	}
+	if m, _ := MaskValue([]byte(" \n"), Mask{}); len(m.Values) != 0 {
+		t.Fatalf("white space alone masked: %+v", m)
+	}
+}
+
 func TestMaskExtract(t *testing.T) {
 	in := "host=db1 password=s3cr3t-Value-One1 user=a\nhost=db2 password=An0ther-Secret-Two2\nhost=db3 password=s3cr3t-Value-One1\npassword=\nnote: s3cr3t-Value-One1 again"
 	re := regexp.MustCompile(`password=(\S*)`)

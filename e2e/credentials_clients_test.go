@@ -126,8 +126,8 @@ func TestCredentialsClients(t *testing.T) {
 		for _, up := range []*credUpstream{a, b, plain} {
 			up.reset()
 		}
-		wd, sec := u.workDir(t), u.workDir(t) // the secrets are outside the write root
-		u.write(t, filepath.Join(sec, "token"), s.fileToken)
+		wd, sec := u.workDir(t), u.workDir(t)                     // the secrets are outside the write root
+		u.write(t, filepath.Join(sec, "token"), s.fileToken+"\n") // a token file ends with a newline; the secret is the token
 		u.write(t, filepath.Join(sec, "netrc"), "machine "+tlsTermIP+" login x password "+s.netrcPW+"\n"+
 			"machine "+tlsExcludeIP+" login x password "+s.netrcPW+"\n")
 		u.write(t, filepath.Join(sec, "denied"), s.deniedFile+"\n")
