@@ -21,7 +21,7 @@ func secretValue(t *testing.T, prefix string) string {
 	return prefix + hex.EncodeToString(b)
 }
 
-// credSettings are settings with TLS termination, the working directory
+// credEnvSettings are settings with TLS termination, the working directory
 // as write root and credentials cred.
 func credEnvSettings(cred string) string {
 	return `{"network": {"allowedDomains": ["api.example.com"], "tlsTerminate": {}}, "filesystem": {"allowWrite": ["."]}, "credentials": ` + cred + `}`

@@ -275,7 +275,7 @@ func readCredentialFile(path string) ([]byte, fs.FileMode, error) {
 	}
 	switch uid, ok := owner(fi); {
 	case !fi.Mode().IsRegular():
-		return nil, 0, fmt.Errorf("%s is not a regular file (%s): %w", path, fi.Mode().Type(), ErrUnenforceable)
+		return nil, 0, fmt.Errorf("%s is not a regular file (%s): %w", path, typeName(fi.Mode()), ErrUnenforceable)
 	case links(fi) > 1:
 		return nil, 0, fmt.Errorf("%s has %d hard links, and the other names would show the real content; remove them (find -samefile) or copy the file: %w", path, links(fi), ErrUnenforceable)
 	case ok && uid != 0 && uid != euid():
@@ -346,4 +346,21 @@ func (p *Policy) MasksDenied() *Policy {
 	q.AllowRead = dropMandatoryCarveOuts(slices.Clone(p.AllowRead), q.DenyRead)
 	q.MaskedFiles = nil
 	return &q
+}
+
+// typeName names the type of a file that is not a regular one.
+func typeName(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a fifo"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	}
+	return "not a regular file"
 }

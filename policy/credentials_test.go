@@ -173,6 +173,34 @@ func TestCredentialInjectHosts(t *testing.T) {
 	}
 }
 
+// TestCredentialDefaultHostsReachNowhere: without injectHosts a masked
+// value goes to allowedDomains; when none can carry it (no allowed host,
+// or each excluded from termination) the entry is refused, as an
+// unreachable explicit entry is.
+func TestCredentialDefaultHostsReachNowhere(t *testing.T) {
+	t.Setenv("SRT_T_MASK", "s3cr3t-value-0123456789")
+	cwd := t.TempDir()
+	for _, tc := range []struct {
+		net string
+		ok  bool
+	}{
+		{`"allowedDomains": ["api.example.com"], "tlsTerminate": {}`, true},
+		{`"allowedDomains": [], "tlsTerminate": {}`, false},
+		{`"allowedDomains": ["api.example.com"], "tlsTerminate": {"excludeDomains": ["api.example.com"]}`, false},
+		{`"allowedDomains": ["api.example.com", "ok.example.com"], "tlsTerminate": {"excludeDomains": ["api.example.com"]}`, true},
+	} {
+		_, err := credPolicy(t, cwd, tc.net, `{"envVars": [{"name": "SRT_T_MASK", "mode": "mask"}]}`)
+		switch {
+		case tc.ok && err != nil:
+			t.Errorf("%s: %v", tc.net, err)
+		case !tc.ok && err == nil:
+			t.Errorf("%s: accepted", tc.net)
+		case !tc.ok && keyOf(t, err) != "credentials.envVars[0]":
+			t.Errorf("%s: error at %q", tc.net, keyOf(t, err))
+		}
+	}
+}
+
 func TestCredentialFiles(t *testing.T) {
 	cwd, _ := filepath.EvalSymlinks(t.TempDir())
 	const secret = "abcdefSECRET1234567890"

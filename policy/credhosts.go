@@ -64,7 +64,17 @@ func injectHosts(key string, list []string, sn settings.Network, nw Network) (cr
 				return nil, &KeyError{at, fmt.Errorf("%q is in network.tlsTerminate.excludeDomains (%q): srt does not see into those tunnels, so it cannot inject there", e, anyCovers(excluded, p))}
 			}
 		}
+		if !explicit && (anyCovers(denied, p) != "" || anyCovers(excluded, p) != "") {
+			continue // the default: only the allowed hosts srt can inject at
+		}
 		pats = append(pats, p)
+	}
+	if !explicit && len(pats) == 0 {
+		// The default reaches nowhere: no allowed host, or each one denied
+		// or excluded from termination. The value could never be
+		// injected, which is a mistake in the settings, as for an
+		// explicit entry.
+		return nil, &KeyError{key, fmt.Errorf("a masked value must be able to reach a host: no network.allowedDomains entry can carry it (none, or each is denied or in network.tlsTerminate.excludeDomains); allow a host and name it in injectHosts, or use mode \"deny\": %w", ErrUnenforceable)}
 	}
 	return func(host string, port int) bool {
 		canon, ip, err := netrule.CanonicalHost(host)

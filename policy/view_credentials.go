@@ -112,6 +112,11 @@ func CheckSessionCredentials(c *SessionCredentials) error {
 			return &FieldError{Field: f + ".value", Reason: fmt.Sprintf("%d bytes, at most %d", len(e.Value), MaxSecretLen)}
 		case strings.ContainsRune(e.Value, 0):
 			return &FieldError{Field: f + ".value", Reason: "contains a NUL byte"}
+		case len(e.InjectHosts) == 0:
+			// A session's egress is the broad baseline (LLM providers,
+			// registries, forges): a value for one of them must not go to
+			// all of them by default.
+			return &FieldError{Field: f + ".injectHosts", Reason: "required for mode mask: name the hosts the value is for (a session's egress allows many)"}
 		}
 		if e.Extract != "" {
 			re, err := regexp.Compile(e.Extract)
@@ -151,8 +156,8 @@ func CheckSessionCredentials(c *SessionCredentials) error {
 // through egress (a host of its form on port 443 allowed: for a wildcard
 // pattern, one of its subdomains); one that is not is a *FieldError
 // wrapping ErrUnenforceable, since the value could never be sent there.
-// Entries without injectHosts inject into every host egress allows
-// (settings: nil means network.allowedDomains). An extract or decode
+// An entry of mode mask must name its injectHosts (CheckSessionCredentials):
+// a session's egress is broad. An extract or decode
 // that finds nothing in the value follows onExtractNoMatch: "deny" (the
 // default) and "warn" withhold the variable (srtd has no log line a
 // caller reads; showing the real value is never an option here), "error"
@@ -199,10 +204,10 @@ func CompileSessionCredentials(c *SessionCredentials, egress *netrule.Policy) (*
 }
 
 // injectMatcher is the HostMatcher of one entry's injectHosts (field f),
-// each checked against egress; nil list: whatever egress allows.
+// each checked against egress; an empty list is refused.
 func injectMatcher(f string, list []string, egress *netrule.Policy) (credential.HostMatcher, error) {
-	if len(list) == 0 {
-		return func(host string, port int) bool { return egress.Decide(host, port).Allowed }, nil
+	if len(list) == 0 { // CheckSessionCredentials refuses it; never inject everywhere
+		return nil, &FieldError{Field: f + ".injectHosts", Reason: "required for mode mask"}
 	}
 	pats := make([]netrule.Pattern, len(list))
 	for j, h := range list {

@@ -22,7 +22,8 @@ func TestCheckSessionCredentials(t *testing.T) {
 		{SessionCredentials{EnvVars: []SessionEnvVar{sessionVar("A=B", "mask", "v")}}, "credentials.envVars[0].name"},
 		{SessionCredentials{EnvVars: []SessionEnvVar{sessionVar("A", "show", "v")}}, "credentials.envVars[0].mode"},
 		{SessionCredentials{EnvVars: []SessionEnvVar{sessionVar("A", "mask", "")}}, "credentials.envVars[0].value"},
-		{SessionCredentials{EnvVars: []SessionEnvVar{sessionVar("A", "mask", "v"), sessionVar("A", "deny", "")}}, "credentials.envVars[1].name"},
+		{SessionCredentials{EnvVars: []SessionEnvVar{sessionVar("A", "mask", "v", "h.example"), sessionVar("A", "deny", "")}}, "credentials.envVars[1].name"},
+		{SessionCredentials{EnvVars: []SessionEnvVar{sessionVar("A", "mask", "v")}}, "credentials.envVars[0].injectHosts"},
 		{SessionCredentials{EnvVars: []SessionEnvVar{sessionVar("A", "mask", "v", "*")}}, "credentials.envVars[0].injectHosts[0]"},
 		{SessionCredentials{EnvVars: []SessionEnvVar{sessionVar("A", "mask", "v", "api.github.com")}}, ""},
 	} {

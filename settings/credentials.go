@@ -327,6 +327,19 @@ func (c *checker) checkMasking(e *node, path string, cm CredentialMasking) error
 	if cm.Mode == "" {
 		return c.errorAt(e.off, path, nil, `missing key "mode" ("deny" or "mask")`)
 	}
+	if cm.Mode == CredentialDeny {
+		// A deny entry withholds the whole value: a masking key there
+		// means the entry was meant to be "mask" (the reference ignores
+		// them, which would hide that mistake).
+		for _, m := range e.members {
+			switch m.name {
+			case "extract", "onExtractNoMatch", "decode", "maskClaims", "injectHosts", "maskDuplicates":
+				if m.val.kind != 'n' {
+					return c.errorAt(m.val.off, joinKey(path, m.name), nil, `only with "mode": "mask" (a deny entry withholds the whole value)`)
+				}
+			}
+		}
+	}
 	if cm.Extract != "" {
 		off, p := at("extract")
 		re, err := regexp.Compile(cm.Extract)

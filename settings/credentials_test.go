@@ -72,6 +72,7 @@ func TestCredentialsErrors(t *testing.T) {
 		{ev + `{"name": "A", "mode": "deny"}, {"name": "A", "mode": "mask"}]}}`, "credentials.envVars[1].name", "also credentials.envVars[0]", 1, 70},
 		{ev + `{"name": "A", "mode": "mask", "maskDuplicates": true}]}}`, "credentials.envVars[0]", `unknown key "maskDuplicates"`, 1, 60},
 		{ev + `{"name": "A", "mode": "mask", "extract": "("}]}}`, "credentials.envVars[0].extract", "not a regular expression", 1, 71},
+		{ev + `{"name": "A", "mode": "deny", "decode": "jwt"}]}}`, "credentials.envVars[0].decode", "only with", 1, 70},
 		{ev + `{"name": "A", "mode": "mask", "extract": "ab+"}]}}`, "credentials.envVars[0].extract", "needs a capture group", 1, 71},
 		{ev + `{"name": "A", "mode": "mask", "extract": 1}]}}`, "credentials.envVars[0].extract", "expected a string", 1, 71},
 		{ev + `{"name": "A", "mode": "mask", "onExtractNoMatch": "ignore"}]}}`, "credentials.envVars[0].onExtractNoMatch", "want one of deny, warn, error", 1, 80},
