@@ -3,8 +3,10 @@ package credential
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"net/url"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -135,4 +137,14 @@ func lowerHex(b []byte) []byte {
 		}
 	}
 	return out
+}
+
+// hexPairs are the hexadecimal forms of real (lower and upper case) mapped
+// to the same form of sentinel, for the Ingress replacer: a reflection
+// as a digest-looking string. Other transformations (wrapped base64,
+// base32, reversal, compression without Content-Encoding) are not
+// looked for: SECURITY.md, "Known limits".
+func hexPairs(real, sentinel []byte) []pair {
+	lo, slo := hex.EncodeToString(real), hex.EncodeToString(sentinel)
+	return []pair{{from: []byte(lo), to: []byte(slo)}, {from: []byte(strings.ToUpper(lo)), to: []byte(strings.ToUpper(slo))}}
 }

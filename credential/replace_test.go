@@ -3,6 +3,7 @@ package credential
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"math/rand/v2"
@@ -163,6 +164,8 @@ func TestIngressEncodings(t *testing.T) {
 			return strings.ReplaceAll(string(b), "/", `\/`)
 		},
 		"json ascii": func(x string) string { return `"` + string(asciiJSON(jsonEscape([]byte(x), false))) + `"` },
+		"hex":        func(x string) string { return hex.EncodeToString([]byte(x)) },
+		"HEX":        func(x string) string { return strings.ToUpper(hex.EncodeToString([]byte(x))) },
 	} {
 		body := "{" + f(real) + "}"
 		if got, want := in.String(body), "{"+f(sent)+"}"; got != want {

@@ -90,7 +90,7 @@ func NewSet(secrets []Secret, opts Options) *Set {
 	for i, sec := range secrets {
 		tp := textPairs(sec.Real, sec.Sentinel)
 		raw = append(raw, tp[0])
-		forms = append(append(forms, tp[1:]...), base64Pairs(sec.Real, sec.Sentinel)...)
+		forms = append(append(append(forms, tp[1:]...), base64Pairs(sec.Real, sec.Sentinel)...), hexPairs(sec.Real, sec.Sentinel)...)
 		s.egress[i] = textPairs(sec.Sentinel, sec.Real)
 	}
 	// Raw values first: of two equal patterns the first wins.

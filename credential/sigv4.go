@@ -32,6 +32,9 @@ import (
 // MAX_SIGV4_RESIGN_BODY_BYTES, 64 MiB).
 const MaxSigV4Body = 64 << 20
 
+// maxSigV4Skew is how far from now a re-signed request may be dated.
+const maxSigV4Skew = 15 * time.Minute
+
 // SigV4 algorithm names and payload-hash values (AWS "Signature Version 4
 // signing process"; "Signature Version 4A").
 const (
@@ -87,14 +90,19 @@ func (s *Set) awsPair(akid string) *awsCreds {
 		if id == nil || sec == nil || (akid != string(id.Sentinel) && akid != string(id.Real)) {
 			continue
 		}
-		c := &awsCreds{fakeID: string(id.Sentinel), realID: string(id.Real), secret: string(sec.Real), hosts: id.Hosts}
+		// A signature made with the real secret is the secret's to give:
+		// re-signing goes only where every part of the pair may go.
+		parts := []HostMatcher{id.Hosts, sec.Hosts}
+		c := &awsCreds{fakeID: string(id.Sentinel), realID: string(id.Real), secret: string(sec.Real)}
 		if p.SessionToken != "" {
 			tok := s.secretByName(p.SessionToken)
 			if tok == nil {
 				continue
 			}
 			c.token = string(tok.Real)
+			parts = append(parts, tok.Hosts)
 		}
+		c.hosts = allOf(parts)
 		return c
 	}
 	return nil
@@ -255,6 +263,12 @@ func (p *awsCreds) resign(r *http.Request) error {
 	if err != nil || at.Format(amzDateLayout) != dates[0] || at.Format("20060102") != scopeDate {
 		return refuse("sigv4: the X-Amz-Date of a request with a masked AWS credential is malformed or not its credential scope's date")
 	}
+	// AWS refuses a signature more than 15 minutes off its clock
+	// (RequestTimeTooSkewed): a request dated elsewhere would only be a
+	// real-secret signature to keep for later.
+	if d := time.Since(at); d > maxSigV4Skew || d < -maxSigV4Skew {
+		return refuse("sigv4: the X-Amz-Date of a request with a masked AWS credential is more than 15 minutes from now; it is not re-signed")
+	}
 
 	// The shadow request holds only what is signed, so that the SDK signs
 	// the client's list and nothing the proxy may still change.
@@ -354,4 +368,22 @@ func payloadHash(r *http.Request) (string, error) {
 	r.TransferEncoding = nil
 	sum := sha256.Sum256(body)
 	return hex.EncodeToString(sum[:]), nil
+}
+
+// allOf is the HostMatcher allowing what every one of ms allows; nil when
+// one is nil (that part may go nowhere).
+func allOf(ms []HostMatcher) HostMatcher {
+	for _, m := range ms {
+		if m == nil {
+			return nil
+		}
+	}
+	return func(host string, port int) bool {
+		for _, m := range ms {
+			if !m(host, port) {
+				return false
+			}
+		}
+		return true
+	}
 }

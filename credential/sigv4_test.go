@@ -403,3 +403,36 @@ func TestSigV4Request(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestResignSigV4Gates: a pair is re-signed for a host only where every
+// part of it may go (the secret's hosts count, not only the key id's),
+// and never for a request dated more than 15 minutes from now.
+func TestResignSigV4Gates(t *testing.T) {
+	onlyEU := func(host string, port int) bool { return host == "s3.eu-west-3.amazonaws.com" && port == 443 }
+	set := NewSet([]Secret{
+		{Name: "id", Real: []byte(realID), Sentinel: []byte(fakeID), Hosts: anyAWS},
+		{Name: "secret", Real: []byte(realSecret), Sentinel: []byte(fakeSecret), Hosts: onlyEU},
+	}, Options{AWSPairs: []AWSPair{{AccessKeyID: "id", SecretAccessKey: "secret"}}})
+	req := func(at time.Time) *http.Request {
+		r, _ := http.NewRequest("GET", "https://s3.amazonaws.com/x", nil)
+		d := at.UTC().Format(amzDateLayout)
+		r.Header.Set("X-Amz-Date", d)
+		r.Header.Set("X-Amz-Content-Sha256", sha(""))
+		r.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential="+fakeID+"/"+d[:8]+"/us-east-1/s3/aws4_request, SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature="+strings.Repeat("0", 64))
+		return r
+	}
+	r := req(time.Now())
+	before := r.Header.Get("Authorization")
+	if err := set.ResignSigV4(r, "s3.amazonaws.com", 443); err != nil || r.Header.Get("Authorization") != before {
+		t.Fatalf("re-signed for a host the secret may not go to: %v %q", err, r.Header.Get("Authorization"))
+	}
+	r = req(time.Now())
+	if err := set.ResignSigV4(r, "s3.eu-west-3.amazonaws.com", 443); err != nil || r.Header.Get("Authorization") == before {
+		t.Fatalf("not re-signed where both parts may go: %v", err)
+	}
+	r = req(time.Now().Add(-time.Hour))
+	var ref *Refusal
+	if err := set.ResignSigV4(r, "s3.eu-west-3.amazonaws.com", 443); !errors.As(err, &ref) || !strings.Contains(ref.Reason, "15 minutes") {
+		t.Fatalf("a request dated an hour ago: %v, want a refusal", err)
+	}
+}

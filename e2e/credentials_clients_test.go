@@ -176,6 +176,9 @@ for u in ('` + A + `/requests-a','` + B + `/requests-b'):
 			// httpRules refuse (judged before any injection).
 			"curl -sS -o /dev/null -w 'denied-host=%{http_code}\\n' --max-time 10" + bearer("$TOKEN") + "http://127.0.0.9:9/v/$TOKEN",
 			"curl -sS -o /dev/null -w 'denied-rule=%{http_code}\\n' --max-time 10 -X DELETE" + bearer("$TOKEN") + A + "/del-a/$TOKEN",
+			// A tunnel srt cannot see into would bring back unscrubbed what
+			// an inject host stored: refused while a value is masked.
+			"curl -sS -o /dev/null --max-time 10 --proxy socks5h://127.0.0.1:1080 " + B + "/socks 2>/dev/null || echo socks-refused",
 		}, "\n")
 		stdout, stderr, code := srtRun{u: u, dir: wd, settings: credSettings(t, tlsTermIP, tlsExcludeIP, upCA, sec),
 			env: s.env(), pre: []string{"--debug"}, args: []string{"sh", "-c", script}, timeout: credDeadline}.run(t)
@@ -248,6 +251,9 @@ for u in ('` + A + `/requests-a','` + B + `/requests-b'):
 			if !strings.Contains(stdout, w) {
 				t.Errorf("stdout lacks %q", w)
 			}
+		}
+		if !strings.Contains(stdout, "socks-refused") {
+			t.Errorf("a SOCKS5 tunnel was allowed while a value is masked (what comes back through it is not scrubbed)")
 		}
 		// The violations name what the sandbox sent: the sentinel.
 		for _, w := range []string{"127.0.0.9", "DELETE /del-a/" + sent} {

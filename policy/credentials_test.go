@@ -302,3 +302,29 @@ func TestCredentialFilesRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestCredentialMaskedTunnels: a masked credential refuses the tunnels
+// srt cannot scrub unless the settings say refuseOpaqueTunnels false, and
+// refuses a user-run proxy, which srt's substitutions never see.
+func TestCredentialMaskedTunnels(t *testing.T) {
+	t.Setenv("SRT_T_MASK", "s3cr3t-value-0123456789")
+	cwd := t.TempDir()
+	const mask = `{"envVars": [{"name": "SRT_T_MASK", "mode": "mask"}]}`
+	const net = `"allowedDomains": ["api.example.com"], "tlsTerminate": {}`
+	p, err := credPolicy(t, cwd, net, mask)
+	if err != nil || !p.Network.Filter.RefuseOpaqueTunnels {
+		t.Fatalf("masked: refuseOpaqueTunnels %v, %v; want on", p != nil && p.Network.Filter.RefuseOpaqueTunnels, err)
+	}
+	if p, err = credPolicy(t, cwd, net+`, "refuseOpaqueTunnels": false`, mask); err != nil || p.Network.Filter.RefuseOpaqueTunnels {
+		t.Fatalf("refuseOpaqueTunnels false: %v; want off as asked", err)
+	}
+	if p, err = credPolicy(t, cwd, net, `{"envVars": [{"name": "SRT_T_MASK", "mode": "deny"}]}`); err != nil || p.Network.Filter.RefuseOpaqueTunnels {
+		t.Fatalf("deny only: %v; want tunnels as they were", err)
+	}
+	for _, k := range []string{"httpProxyPort", "socksProxyPort"} {
+		_, err := credPolicy(t, cwd, net+`, "`+k+`": 8080`, mask)
+		if err == nil || keyOf(t, err) != "network."+k {
+			t.Errorf("%s with a mask: %v", k, err)
+		}
+	}
+}

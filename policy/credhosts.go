@@ -122,3 +122,28 @@ func covers(a, p netrule.Pattern) bool {
 	}
 	return a.Kind == netrule.KindAny
 }
+
+// maskedTunnels applies what masked credentials demand of the network
+// (issue 18): an inject host may store the real value and serve it back,
+// and only what srt reads in cleartext (plain HTTP, terminated TLS) is
+// scrubbed of real values on its way back; so the tunnels srt cannot see
+// into (SOCKS5, CONNECTs it does not terminate, excludeDomains, relayed
+// loopback ports) are refused, unless the settings say
+// "refuseOpaqueTunnels": false, accepting that. A user-run proxy
+// (httpProxyPort, socksProxyPort) takes the traffic past srt's proxies,
+// which inject and scrub: refused with masking (*KeyError).
+func (nw *Network) maskedTunnels(sn settings.Network) error {
+	if nw.Credentials.Len() == 0 {
+		return nil
+	}
+	switch {
+	case sn.HTTPProxyPort != 0:
+		return &KeyError{"network.httpProxyPort", fmt.Errorf("cannot be used with masked credentials: traffic through your own proxy does not pass srt's, which inject and scrub the real values: %w", ErrUnenforceable)}
+	case sn.SOCKSProxyPort != 0:
+		return &KeyError{"network.socksProxyPort", fmt.Errorf("cannot be used with masked credentials: traffic through your own proxy does not pass srt's, which inject and scrub the real values: %w", ErrUnenforceable)}
+	}
+	if !sn.RefuseOpaqueTunnelsSet {
+		nw.Filter.RefuseOpaqueTunnels = true
+	}
+	return nil
+}

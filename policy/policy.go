@@ -305,6 +305,9 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 			return nil, err
 		}
 		p.Network.Credentials = cr.set()
+		if err := p.Network.maskedTunnels(s.Network); err != nil {
+			return nil, err
+		}
 		return p, nil
 	}
 	r := resolver{cwd: env.Cwd, home: env.Home, untrusted: env.Untrusted, p: p}
@@ -480,6 +483,9 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 		}
 	}
 	p.Network.Credentials = cr.set()
+	if err := p.Network.maskedTunnels(s.Network); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 

@@ -219,6 +219,9 @@ func CompileView(r ViewRules) (*Policy, error) {
 	}
 	if r.Credentials.Len() > 0 {
 		p.Network.Credentials = r.Credentials
+		// What comes back through a tunnel srt cannot see into is not
+		// scrubbed of the real values (maskedTunnels).
+		p.Network.Filter.RefuseOpaqueTunnels = true
 		if p.Network.TLS, err = tlsOf(settings.Network{TLSTerminate: &settings.TLSTerminate{}}, ""); err != nil {
 			return nil, fmt.Errorf("credentials: %w", err)
 		}

@@ -238,6 +238,7 @@ func (c *checker) network(n *node, path string, nw *Network) error {
 			nw.HTTPRules, err = c.httpRules(m.val, p)
 		case "refuseOpaqueTunnels":
 			nw.RefuseOpaqueTunnels, err = c.boolean(m.val, p)
+			nw.RefuseOpaqueTunnelsSet = m.val.kind != 'n'
 		case "ambiguousRequestTarget":
 			nw.AmbiguousRequestTarget, err = c.oneOf(m.val, p, ambiguousTargetValues)
 		case "stripResponseHeaders":

@@ -147,6 +147,10 @@ type Network struct {
 	// RefuseOpaqueTunnels refuses every tunnel srt cannot see into: each
 	// SOCKS5 CONNECT, each HTTP CONNECT that is not TLS-terminated.
 	RefuseOpaqueTunnels bool `json:"refuseOpaqueTunnels,omitempty"`
+	// RefuseOpaqueTunnelsSet says the file gave refuseOpaqueTunnels: a
+	// masked credential turns the refusal on unless the file says false
+	// (policy.Compile).
+	RefuseOpaqueTunnelsSet bool `json:"-"`
 	// AmbiguousRequestTarget is "refuse" (also when empty), "asSpelled"
 	// or "normalize": what becomes of a filtered request whose target
 	// normalises to another path (proxy.AmbiguousTarget).
