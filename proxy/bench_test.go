@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/srt-go/srt/credential"
 	"github.com/srt-go/srt/mitm"
 )
 
@@ -246,8 +247,9 @@ func benchUpstream() int {
 // test binary re-executed as benchUpstream): the upstream's TLS and HTTP
 // then run in their own Go scheduler, so this process's profile and
 // scheduling are the client's and the proxy's only. opaque excludes every
-// target from termination.
-func startBenchTerm(b *testing.B, opaque bool) *termEnv {
+// target from termination; creds gives the proxy five masked secrets
+// (injected into requests to the target, scrubbed from every response).
+func startBenchTerm(b *testing.B, opaque, creds bool) *termEnv {
 	b.Helper()
 	self, err := os.Executable()
 	if err != nil {
@@ -296,12 +298,30 @@ func startBenchTerm(b *testing.B, opaque bool) *termEnv {
 	if opaque {
 		term.Exclude = func(string, int) bool { return true }
 	}
-	te.env = startProxyWith(b, baseRules, func(c *Config) { c.Terminate = term })
+	te.env = startProxyWith(b, baseRules, func(c *Config) {
+		c.Terminate = term
+		if creds {
+			c.Credentials = benchCredentials()
+		}
+	})
 	return te
 }
 
+// benchCredentials is a Set of five same-shape secrets of 40 bytes, each
+// for every host.
+func benchCredentials() *credential.Set {
+	var secrets []credential.Secret
+	for i := range 5 {
+		real := []byte(fmt.Sprintf("ghp_%036d", i))
+		secrets = append(secrets, credential.Secret{Name: fmt.Sprint("bench ", i), Real: real, Sentinel: credential.Mint(real),
+			Hosts: func(string, int) bool { return true }})
+	}
+	return credential.NewSet(secrets, credential.Options{})
+}
+
 // benchTerm runs f once for each client protocol (h1, h2) and tunnel
-// (opaque, terminated) with a client of that protocol. An opaque tunnel
+// (opaque, terminated, terminated with masked credentials) with a client
+// of that protocol. An opaque tunnel
 // carries the client's own TLS session to the upstream, in the protocol
 // the client offers; a terminated one has two: client to proxy in the
 // client's protocol, proxy to upstream in h2 (the Transport's choice).
@@ -313,9 +333,9 @@ func startBenchTerm(b *testing.B, opaque bool) *termEnv {
 func benchTerm(b *testing.B, f func(b *testing.B, get func(path string) *http.Response)) {
 	for _, proto := range []string{"h1", "h2"} {
 		b.Run(proto, func(b *testing.B) {
-			for _, mode := range []string{"opaque", "terminated"} {
+			for _, mode := range []string{"opaque", "terminated", "credentials"} {
 				b.Run(mode, func(b *testing.B) {
-					te := startBenchTerm(b, mode == "opaque")
+					te := startBenchTerm(b, mode == "opaque", mode == "credentials")
 					roots := te.caPool
 					if mode == "opaque" {
 						roots = te.upPool
