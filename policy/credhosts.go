@@ -76,18 +76,7 @@ func injectHosts(key string, list []string, sn settings.Network, nw Network) (cr
 		// explicit entry.
 		return nil, &KeyError{key, fmt.Errorf("a masked value must be able to reach a host: no network.allowedDomains entry can carry it (none, or each is denied or in network.tlsTerminate.excludeDomains); allow a host and name it in injectHosts, or use mode \"deny\": %w", ErrUnenforceable)}
 	}
-	return func(host string, port int) bool {
-		canon, ip, err := netrule.CanonicalHost(host)
-		if err != nil {
-			return false
-		}
-		for _, p := range pats {
-			if p.Match(canon, ip, port) {
-				return true
-			}
-		}
-		return false
-	}, nil
+	return matchAny(pats), nil
 }
 
 // anyCovers returns the Raw of the first of list covering p, or "".
@@ -146,4 +135,24 @@ func (nw *Network) maskedTunnels(sn settings.Network) error {
 		nw.Filter.RefuseOpaqueTunnels = true
 	}
 	return nil
+}
+
+// matchAny reports whether a destination (host as the proxy names it,
+// canonicalised by netrule.CanonicalHost) matches one of pats; a host
+// that does not canonicalise matches none. The one matcher of the
+// domain patterns policy compiles for the proxy (injectHosts,
+// excludeDomains), so a pattern means what it means in allowedDomains.
+func matchAny(pats []netrule.Pattern) func(host string, port int) bool {
+	return func(host string, port int) bool {
+		canon, ip, err := netrule.CanonicalHost(host)
+		if err != nil {
+			return false
+		}
+		for _, p := range pats {
+			if p.Match(canon, ip, port) {
+				return true
+			}
+		}
+		return false
+	}
 }

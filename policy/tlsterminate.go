@@ -124,18 +124,9 @@ func excludeOf(list []string) (func(string, int) bool, error) {
 		}
 		pats[i] = p
 	}
-	return func(host string, port int) bool {
-		canon, ip, err := netrule.CanonicalHost(host)
-		if err != nil {
-			return false // not excluded: terminated, and judged there
-		}
-		for _, p := range pats {
-			if p.Match(canon, ip, port) {
-				return true
-			}
-		}
-		return false
-	}, nil
+	// A host that does not canonicalise is not excluded: terminated, and
+	// judged there.
+	return matchAny(pats), nil
 }
 
 // hostRootPaths are the host's root certificate files and directories as

@@ -234,16 +234,5 @@ func injectMatcher(f string, list []string, egress *netrule.Policy) (credential.
 		}
 		pats[j] = p
 	}
-	return func(host string, port int) bool {
-		canon, ip, err := netrule.CanonicalHost(host)
-		if err != nil {
-			return false
-		}
-		for _, p := range pats {
-			if p.Match(canon, ip, port) {
-				return true
-			}
-		}
-		return false
-	}, nil
+	return matchAny(pats), nil
 }
