@@ -111,6 +111,7 @@ func (cr *creds) envVar(key string, v settings.CredentialEnvVar) error {
 		case settings.NoMatchError:
 			return &KeyError{noMatchKey(key, v.CredentialMasking), fmt.Errorf("found nothing to mask in $%s", v.Name)}
 		default:
+			slog.Warn("credentials: nothing to mask found; the variable is withheld (onExtractNoMatch: deny)", "rule", key, "variable", v.Name)
 			cr.env = append(cr.env, credential.EnvRule{Name: v.Name, Deny: true})
 		}
 		return nil
@@ -245,6 +246,7 @@ func (cr *creds) maskFiles(p *Policy) error {
 			case settings.NoMatchError:
 				return &KeyError{noMatchKey(key, f.CredentialMasking), fmt.Errorf("found nothing to mask in %s", mp.Resolved)}
 			default:
+				slog.Warn("credentials: nothing to mask found; the file is read-denied (onExtractNoMatch: deny)", "rule", key, "path", mp.Resolved)
 				p.DenyRead = append(p.DenyRead, mp)
 				p.AllowRead = dropMandatoryCarveOuts(p.AllowRead, p.DenyRead)
 			}
