@@ -145,7 +145,10 @@ func (r *Replacer) Header(h http.Header) {
 			}
 			vv[i] = r.String(v)
 		}
-		if nk := r.String(k); nk != k {
+		// Header names: HTTP/2 lower-cases them and http.Header
+		// canonicalises them, so a value in a name is matched whatever
+		// its case.
+		if nk := r.foldString(k); nk != k {
 			delete(h, k)
 			for _, v := range vv {
 				h.Add(nk, v)
@@ -190,4 +193,25 @@ func (r *Replacer) Reader(src io.Reader) io.Reader {
 		return src
 	}
 	return &replaceReader{r: r, src: src, in: make([]byte, 0, readChunk+r.maxLen)}
+}
+
+// foldString is String for text whose case the protocol may have changed
+// (header names): each from is matched case-insensitively (ASCII), and
+// the result is lower case where anything was replaced; s itself when
+// nothing was.
+func (r *Replacer) foldString(s string) string {
+	if out := r.String(s); out != s {
+		return out
+	}
+	lower := strings.ToLower(s)
+	out := lower
+	for _, p := range r.pairs {
+		if len(p.from) <= len(out) {
+			out = strings.ReplaceAll(out, strings.ToLower(string(p.from)), strings.ToLower(string(p.to)))
+		}
+	}
+	if out == lower {
+		return s
+	}
+	return out
 }

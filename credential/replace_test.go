@@ -324,3 +324,19 @@ func TestReaderDoesNotHoldBack(t *testing.T) {
 		t.Fatalf("rest = %q", rest)
 	}
 }
+
+// TestHeaderNameAnyCase: a real value in a header name is replaced
+// whatever case the name arrives in (HTTP/2 lower-cases names).
+func TestHeaderNameAnyCase(t *testing.T) {
+	r := newReplacer([]pair{{from: []byte("ghp_AbCdEf0123456789"), to: []byte("ghp_XyZwVu9876543210")}})
+	h := http.Header{"X-Ghp_abcdef0123456789": {"1"}, "X-Other": {"2"}}
+	r.Header(h)
+	for k := range h {
+		if strings.Contains(strings.ToLower(k), "abcdef0123456789") {
+			t.Fatalf("header name %q still holds the value", k)
+		}
+	}
+	if len(h) != 2 || h.Get("X-Other") != "2" {
+		t.Fatalf("headers %v", h)
+	}
+}
