@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -73,14 +74,17 @@ func (s *Server) decodeForCredentials() {
 	if s.cfg.Credentials.Len() == 0 {
 		return
 	}
+	// The Transport's own decoding reads only the first Content-Encoding
+	// line and then drops them all, so a second "gzip" line would hide a
+	// body still encoded: scrubResponse decodes, seeing every line.
 	for _, tr := range []*http.Transport{s.transport, s.viaParent} {
 		if tr != nil {
-			tr.DisableCompression = false
+			tr.DisableCompression = true
 		}
 	}
 	if s.term != nil {
-		s.term.upstream.h1.DisableCompression = false
-		s.term.upstream.h2.DisableCompression = false
+		s.term.upstream.h1.DisableCompression = true
+		s.term.upstream.h2.DisableCompression = true
 	}
 }
 
@@ -94,15 +98,12 @@ func (s *Server) credentialsTerminated(out, r *http.Request, tn *tunnel, upgrade
 		return nil
 	}
 	if upgrade {
-		// No permessage-deflate: the upstream's frames must be scannable.
-		out.Header.Del("Sec-WebSocket-Extensions")
-		if !set.Ingress().LengthPreserving() {
-			return &termRefusal{status: http.StatusForbidden, xerr: errHdrCredUnscannable, rule: RuleCredentials,
-				reason: "Upgrade: the upgraded connection's bytes cannot be scrubbed of real credential values (a masked value's sentinel differs from it in length)"}
-		}
-		// Frames from the client are masked (RFC 6455 §5.3), so no
-		// sentinel in them is seen: a sentinel the client sends over the
-		// upgraded connection reaches the upstream as the sentinel.
+		// An upgraded connection (a websocket) cannot be scrubbed: a value
+		// split across fragmented frames, or in frames the server
+		// compresses (permessage-deflate, which it may turn on in its 101
+		// whatever the request offered), passes any byte scanner.
+		return &termRefusal{status: http.StatusForbidden, xerr: errHdrCredUnscannable, rule: RuleCredentials,
+			reason: "Upgrade: an upgraded connection (websocket) cannot be scrubbed of real credential values; it is refused while a credential is masked"}
 	}
 	// Injection needs the request to name the target, even where the host
 	// match is off: the upstream routes by the Host the client chose.
@@ -133,7 +134,13 @@ func (s *Server) credentialsRequest(out *http.Request, host string, port int, ve
 	if set.Len() == 0 {
 		return nil, nil
 	}
-	out.Header.Del("Accept-Encoding")
+	// The proxy asks for gzip itself and decodes it (scrubResponse), and
+	// asks for whole bodies: a byte range can cut a stored value into
+	// pieces no scan recognises.
+	out.Header.Set("Accept-Encoding", "gzip")
+	for _, h := range []string{"Range", "If-Range"} {
+		out.Header.Del(h)
+	}
 	if !inject {
 		return nil, nil
 	}
@@ -225,14 +232,32 @@ func (s *Server) scrubResponse(resp *http.Response) string {
 	if in == nil {
 		return ""
 	}
+	if resp.StatusCode == http.StatusPartialContent {
+		// The request asked for no range (credentialsRequest).
+		return "the response is a part of a body (206), which the proxy cannot scan for real credential values whole"
+	}
 	if hasBody(resp) {
+		var codings []string
 		for _, v := range resp.Header.Values("Content-Encoding") {
 			for _, t := range strings.Split(v, ",") {
 				if t = strings.TrimSpace(t); t != "" && !strings.EqualFold(t, "identity") {
-					return "the response is encoded (Content-Encoding " + sanitize(t, 40) +
-						"), so the proxy cannot keep real credential values out of it"
+					codings = append(codings, t)
 				}
 			}
+		}
+		switch {
+		case len(codings) == 1 && strings.EqualFold(codings[0], "gzip"):
+			zr, err := gzip.NewReader(resp.Body)
+			if err != nil {
+				return "the response's gzip body does not decode, so the proxy cannot scan it for real credential values"
+			}
+			resp.Body = readCloser{zr, resp.Body}
+			resp.Header.Del("Content-Encoding")
+			resp.Header.Del("Content-Length")
+			resp.ContentLength = -1
+		case len(codings) > 0:
+			return "the response is encoded (Content-Encoding " + sanitize(strings.Join(codings, ", "), 60) +
+				"), so the proxy cannot keep real credential values out of it"
 		}
 	}
 	resp.Status = in.String(resp.Status)
