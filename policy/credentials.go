@@ -105,16 +105,11 @@ func (cr *creds) envVar(key string, v settings.CredentialEnvVar) error {
 		return &KeyError{key, err}
 	}
 	if len(got.Values) == 0 {
-		switch v.OnExtractNoMatch {
-		case settings.NoMatchWarn:
-			slog.Warn("credentials: nothing to mask found; the variable is shown as is", "rule", key, "variable", v.Name)
-		case settings.NoMatchError:
-			return &KeyError{noMatchKey(key, v.CredentialMasking), fmt.Errorf("found nothing to mask in $%s", v.Name)}
-		default:
-			slog.Warn("credentials: nothing to mask found; the variable is withheld (onExtractNoMatch: deny)", "rule", key, "variable", v.Name)
+		deny, err := noMatch(key, v.CredentialMasking, "the variable", "$"+v.Name)
+		if deny {
 			cr.env = append(cr.env, credential.EnvRule{Name: v.Name, Deny: true})
 		}
-		return nil
+		return err
 	}
 	cr.env = append(cr.env, credential.EnvRule{Name: v.Name, Shown: string(got.Shown)})
 	cr.add("env "+v.Name, key, got.Values)
@@ -240,13 +235,11 @@ func (cr *creds) maskFiles(p *Policy) error {
 			return &KeyError{key, err}
 		}
 		if len(got.Values) == 0 {
-			switch f.OnExtractNoMatch {
-			case settings.NoMatchWarn:
-				slog.Warn("credentials: nothing to mask found; the file is shown as is", "rule", key, "path", mp.Resolved)
-			case settings.NoMatchError:
-				return &KeyError{noMatchKey(key, f.CredentialMasking), fmt.Errorf("found nothing to mask in %s", mp.Resolved)}
-			default:
-				slog.Warn("credentials: nothing to mask found; the file is read-denied (onExtractNoMatch: deny)", "rule", key, "path", mp.Resolved)
+			deny, err := noMatch(key, f.CredentialMasking, "the file", mp.Resolved)
+			if err != nil {
+				return err
+			}
+			if deny {
 				p.DenyRead = append(p.DenyRead, mp)
 				p.AllowRead = dropMandatoryCarveOuts(p.AllowRead, p.DenyRead)
 			}
@@ -365,4 +358,21 @@ func typeName(m fs.FileMode) string {
 		return "a symbolic link"
 	}
 	return "not a regular file"
+}
+
+// noMatch applies onExtractNoMatch to entry key, whose extract or decode
+// found nothing in what (a variable "$NAME", a file's path), itself
+// ("the variable", "the file"): warn shows it as is, with a warning;
+// error is a *KeyError; deny (the default) withholds it (deny true),
+// with a warning so that the run says why it is missing.
+func noMatch(key string, cm settings.CredentialMasking, itself, what string) (deny bool, err error) {
+	switch cm.OnExtractNoMatch {
+	case settings.NoMatchWarn:
+		slog.Warn("credentials: nothing to mask found; "+itself+" is shown as is", "rule", key, "in", what)
+		return false, nil
+	case settings.NoMatchError:
+		return false, &KeyError{noMatchKey(key, cm), fmt.Errorf("found nothing to mask in %s", what)}
+	}
+	slog.Warn("credentials: nothing to mask found; "+itself+" is withheld (onExtractNoMatch: deny)", "rule", key, "in", what)
+	return true, nil
 }
