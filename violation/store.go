@@ -22,9 +22,18 @@ type Store struct {
 	drops int // guarded by mu; sends dropped because a subscriber was full
 }
 
+// subscriber is one Subscribe: Add appends to queue (never blocks), and
+// its pump goroutine hands the queue to ch in order. The backlog grows as
+// needed up to limit, so a large limit costs nothing until it is used
+// (a channel of that size would be allocated whole at every srt start).
 type subscriber struct {
-	ch    chan Violation
-	drops int
+	ch      chan Violation
+	wake    chan struct{} // cap 1: the queue or closed changed
+	queue   []Violation   // guarded by Store.mu; not yet taken by the pump
+	pending int           // guarded by Store.mu; queued or taken, not yet received
+	limit   int
+	closed  bool // guarded by Store.mu
+	drops   int
 }
 
 // NewStore returns a Store that keeps the last capacity violations.
@@ -50,12 +59,14 @@ func (s *Store) Add(v Violation) {
 	s.count = min(s.count+1, len(s.ring))
 	s.total++
 	for sub := range s.subs {
-		select {
-		case sub.ch <- v:
-		default:
+		if sub.pending >= sub.limit {
 			sub.drops++
 			s.drops++
+			continue
 		}
+		sub.queue = append(sub.queue, v)
+		sub.pending++
+		sub.signal()
 	}
 }
 
@@ -132,23 +143,60 @@ func (s *Store) Clear() {
 }
 
 // Subscribe returns a channel that receives each violation added from now
-// on, and a function that ends the subscription and closes the channel
-// (safe to call more than once). buf is the channel's buffer (at least 1);
-// when it is full, Add drops the violation for this subscriber rather
-// than wait, and counts the drop.
+// on, in order, and a function that ends the subscription (safe to call
+// more than once): the channel then receives what was already added and
+// is closed, so the caller drains it. buf (at least 1) bounds how many
+// violations may wait for the receiver; beyond it, Add drops the
+// violation for this subscriber rather than wait, and counts the drop.
+// The backlog's memory grows with use, not with buf.
 func (s *Store) Subscribe(buf int) (<-chan Violation, func()) {
-	sub := &subscriber{ch: make(chan Violation, max(buf, 1))}
+	sub := &subscriber{ch: make(chan Violation), wake: make(chan struct{}, 1), limit: max(buf, 1)}
 	s.mu.Lock()
 	s.subs[sub] = struct{}{}
 	s.mu.Unlock()
+	go s.pump(sub)
 	var once sync.Once
 	return sub.ch, func() {
 		once.Do(func() {
 			s.mu.Lock()
 			delete(s.subs, sub)
-			close(sub.ch)
+			sub.closed = true
+			sub.signal()
 			s.mu.Unlock()
 		})
+	}
+}
+
+// signal wakes sub's pump without blocking.
+func (sub *subscriber) signal() {
+	select {
+	case sub.wake <- struct{}{}:
+	default:
+	}
+}
+
+// pump hands sub's queue to its channel until the subscription ends and
+// the queue is empty, then closes the channel.
+func (s *Store) pump(sub *subscriber) {
+	for {
+		s.mu.Lock()
+		batch, closed := sub.queue, sub.closed
+		sub.queue = nil
+		s.mu.Unlock()
+		for _, v := range batch {
+			sub.ch <- v
+			s.mu.Lock()
+			sub.pending--
+			s.mu.Unlock()
+		}
+		if len(batch) > 0 {
+			continue
+		}
+		if closed {
+			close(sub.ch)
+			return
+		}
+		<-sub.wake
 	}
 }
 
