@@ -269,3 +269,19 @@ func objectOf(o object) shape {
 	}
 	return s
 }
+
+// KeyDoc is one settings key with its one-line description.
+type KeyDoc struct{ Name, Doc string }
+
+// TopLevelKeys lists the settings file's top-level keys srt-go reads,
+// with their descriptions (for the man page); the reference's helper
+// keys it ignores are left out.
+func TopLevelKeys() []KeyDoc {
+	var out []KeyDoc
+	for _, k := range topObject.keys {
+		if len(k.shape) > 0 {
+			out = append(out, KeyDoc{k.name, k.doc})
+		}
+	}
+	return out
+}

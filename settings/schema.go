@@ -3,8 +3,8 @@ package settings
 import (
 	"bytes"
 	_ "embed"
-	"fmt"
 	"encoding/json"
+	"fmt"
 )
 
 //go:generate go test -run ^TestSchemaFile$ -update-schema
