@@ -6,7 +6,8 @@ set -euo pipefail
 pkgs=(bubblewrap git curl ca-certificates python3 procps bsdutils tmux jq hyperfine time
       openssh-client openssh-server passwd util-linux nodejs npm
       qemu-system-x86 busybox-static xz-utils python3-requests openssl
-      python3-botocore awscli)
+      python3-botocore awscli
+      bash-completion zsh fish groff-base man-db)
 
 missing=()
 for p in "${pkgs[@]}"; do

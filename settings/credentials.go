@@ -101,15 +101,9 @@ type SigV4 struct {
 }
 
 var (
-	credentialsKeys = []string{"files", "envVars", "allowPlaintextInject", "awsPairs", "sigv4"}
-	maskingKeys     = []string{"mode", "extract", "onExtractNoMatch", "decode", "maskClaims", "injectHosts"}
-	credFileKeys    = append([]string{"path", "maskDuplicates"}, maskingKeys...)
-	credEnvKeys     = append([]string{"name"}, maskingKeys...)
-	awsPairKeys     = []string{"accessKeyIdVar", "secretAccessKeyVar", "sessionTokenVar"}
-	sigv4Keys       = []string{"streaming", "presigned", "sigv4a"}
-	credModes       = []string{CredentialDeny, CredentialMask}
-	noMatchModes    = []string{NoMatchDeny, NoMatchWarn, NoMatchError}
-	sigv4Values     = []string{"deny", "passthrough"}
+	credModes    = []string{CredentialDeny, CredentialMask}
+	noMatchModes = []string{NoMatchDeny, NoMatchWarn, NoMatchError}
+	sigv4Values  = []string{"deny", "passthrough"}
 )
 
 // credentials checks the top-level "credentials" object (reference

@@ -9,29 +9,6 @@ import (
 	"github.com/srt-go/srt/netrule"
 )
 
-// Known keys per object, for "did you mean" suggestions. Every key here
-// has a case in the matching switch below (TestKnownKeysHandled).
-var (
-	topKeys = []string{
-		"network", "filesystem", "ignoreViolations", "enableWeakerNestedSandbox",
-		"allowNestedUserNamespaces", "enableWeakerNetworkIsolation", "allowAppleEvents",
-		"mandatoryDenySearchDepth", "allowPty", "bwrapPath", "git",
-		"credentials", "ripgrep", "socatPath", "seccomp", "javaAgentJarPath", "windows",
-	}
-	networkKeys = []string{
-		"allowedDomains", "deniedDomains", "deniedDomainReasons", "allowlistDenyReason",
-		"strictAllowlist", "deniedResolvedAddresses", "allowUnixSockets",
-		"allowAllUnixSockets", "allowLocalBinding", "allowMachLookup",
-		"httpProxyPort", "socksProxyPort",
-		"tlsTerminate", "mitmProxy", "parentProxy", "filterRequest",
-		"allowPlaintextHeaderSet", "stripResponseHeaders", "refuseOpaqueTunnels",
-		"requireHostMatch", "ambiguousRequestTarget", "httpRules",
-	}
-	filesystemKeys = []string{"denyRead", "allowRead", "allowWrite", "denyWrite", "allowGitConfig", "disabled", "enforceNamesAtCreation"}
-	gitKeys        = []string{"safeDirectories"}
-	pathEntryKeys  = []string{"path", "literal"}
-)
-
 // checker walks the decoded tree of one file and builds Settings.
 type checker struct {
 	name string           // file name for messages
@@ -163,6 +140,9 @@ func (c *checker) settings(root *node) (*Settings, error) {
 			err = c.git(m.val, p, &s.Git)
 		case "credentials":
 			s.Credentials, err = c.credentials(m.val, p)
+		case "$schema":
+			// For editors (README "Editor support"): the file's schema.
+			_, err = c.str(m.val, p, true)
 		case "ripgrep", "socatPath", "seccomp", "javaAgentJarPath", "windows":
 			// The reference's own helpers; srt-go has no use for them.
 			s.Ignored = append(s.Ignored, p)
@@ -343,9 +323,13 @@ func (c *checker) filesystem(n *node, path string, fsys *Filesystem) error {
 		case "disabled":
 			fsys.Disabled, err = c.boolean(m.val, p)
 		case "enforceNamesAtCreation":
-			var b bool
-			b, err = c.boolean(m.val, p)
-			fsys.EnforceNamesAtCreation = &b
+			// null is absent (on where the host can), as for every
+			// other key: never an explicit false that turns it off.
+			if m.val.kind != 'n' {
+				var b bool
+				b, err = c.boolean(m.val, p)
+				fsys.EnforceNamesAtCreation = &b
+			}
 		default:
 			err = c.unknown(m, path, filesystemKeys)
 		}

@@ -25,8 +25,6 @@ type HTTPRule struct {
 	Paths []string `json:"paths,omitempty"`
 }
 
-var httpRuleKeys = []string{"domains", "methods", "paths"}
-
 // ambiguousTargetValues are network.ambiguousRequestTarget's values.
 var ambiguousTargetValues = []string{"refuse", "asSpelled", "normalize"}
 

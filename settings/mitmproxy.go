@@ -21,8 +21,6 @@ type MITMProxy struct {
 	Domains []string `json:"domains"`
 }
 
-var mitmProxyKeys = []string{"socketPath", "domains"}
-
 // mitmProxy checks the network.mitmProxy object. null means absent
 // (nil); both keys are required. The combination with
 // allowAllUnixSockets or an allowUnixSockets entry naming the socket is

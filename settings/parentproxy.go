@@ -105,8 +105,6 @@ func (c *checker) parentProxy(n *node, path string) (*ParentProxy, error) {
 	return pp, nil
 }
 
-var parentProxyKeys = []string{"http", "https", "noProxy"}
-
 // noProxy reads noProxy: a comma-separated string, or an array of entries
 // (each without a comma). null is empty.
 func (c *checker) noProxy(n *node, path string) (string, error) {

@@ -104,6 +104,8 @@ var errCases = []errCase{
 	{"resolved-address", "{\"network\": {\"deniedResolvedAddresses\": [\"10.0.0.0/8\", \"[::1]\"]}}",
 		"network.deniedResolvedAddresses[1]", 1, 56, `"[::1]" is not an IP address or CIDR prefix`},
 
+	{"schema-reference-number", "{\"$schema\": 1}", `["$schema"]`, 1, 13, "expected a string, got a number"},
+
 	// Security keys srt-go does not implement.
 	{"filter-request", "{\"network\": {\"filterRequest\": {}}}", "network.filterRequest", 1, 14, unsupportedMsg},
 
@@ -212,10 +214,13 @@ func TestParseValid(t *testing.T) {
 	}{
 		{"empty-object", "{}", func(*Settings) {}},
 		{"bom", "\xEF\xBB\xBF{}", func(*Settings) {}},
-		{"nulls-mean-absent", `{"network": null, "filesystem": {"denyRead": null, "allowWrite": null},
+		{"nulls-mean-absent", `{"network": null, "filesystem": {"denyRead": null, "allowWrite": null, "enforceNamesAtCreation": null},
 			"bwrapPath": null, "mandatoryDenySearchDepth": null, "git": null, "allowPty": null,
 			"credentials": null, "ignoreViolations": {"*": null}}`,
 			func(s *Settings) { s.IgnoreViolations = map[string][]string{"*": nil} }},
+		// An editor's schema reference (README "Editor support") is ignored.
+		{"schema-reference", `{"$schema": "file:///usr/share/srt-go/srt-settings.schema.json"}`, func(*Settings) {}},
+		{"schema-reference-null", `{"$schema": null}`, func(*Settings) {}},
 		{"jsonc", "// srt settings\n{\n  /* no network */\n  \"network\": {\"allowedDomains\": [\"a.example.com\",],},\n}\n",
 			func(s *Settings) { s.Network.AllowedDomains = []string{"a.example.com"} }},
 		{"comment-chars-in-string", `{"filesystem": {"allowWrite": ["/a//b", "/c/*d*/", "/*", "\"//"]}}`,

@@ -35,8 +35,6 @@ type TLSTerminate struct {
 	HandshakeTimeoutMs int `json:"handshakeTimeoutMs,omitempty"`
 }
 
-var tlsTerminateKeys = []string{"excludeDomains", "extraCaCertPaths", "caCertPath", "caKeyPath", "maxTunnels", "handshakeTimeoutMs"}
-
 // tlsTerminate checks the network.tlsTerminate object. null means absent
 // (nil); anything but an object, true included, is an error: the
 // reference takes an object only, and {} is the short form.

@@ -25,50 +25,6 @@ var version = "0.1.0-dev"
 // exitSetup is srt's own failure status, as env(1) and timeout(1) use it.
 const exitSetup = 125
 
-const usage = `Usage: srt [options] [--] COMMAND [ARG...]
-       srt [options] -c STRING [ARG0 [ARG...]]
-
-Run COMMAND in a sandbox that enforces the filesystem and network policy
-of a settings file. COMMAND and its arguments are passed as they are; with
--c, STRING is run by your shell ($SHELL, else /bin/sh) like "sh -c", and
-the ARGs become $0, $1, ... A lone COMMAND that holds whitespace and names
-no program is a command line too: srt "curl example.com".
-
-Options (read only before COMMAND):
-  -s, --settings PATH   settings file (default: ~/.srt-settings.json; a
-                        missing default file means the built-in defaults:
-                        read everywhere, write nowhere but the private
-                        TMPDIR, no network)
-  -c STRING             run STRING with your shell
-  -d, --debug           debug lines on stderr (also SRT_DEBUG=1)
-  --backend microvm     run the command in a virtual machine (QEMU): its own
-                        kernel; the working directory is shared read-only
-                        (writes stay in the VM) and the settings' network
-                        policy applies (default: native)
-  --pass-fd N           pass descriptor N (>= 3) to the command; without it
-                        the command gets none but 0, 1 and 2, whatever srt's
-                        caller left open (a leaked directory descriptor would
-                        bypass every mount)
-  --control-fd N        read settings as JSON lines from descriptor N (>= 3);
-                        each line replaces the network lists of the running
-                        command; a bad line is reported and ignored
-  --violations PATH     append each action the sandbox blocks to PATH, one
-                        JSON object per line (created 0600)
-  --observe-fs[=false]  record refused filesystem calls too; on by default
-                        with --violations or --debug, else off (it costs a
-                        round trip to srt per write: see BENCHMARKS.md)
-  --command-id ID       the attribution key of the violations (default: a
-                        random key per run)
-  -q, --quiet           no summary of blocked actions on stderr at exit
-  --check               print, guarantee by guarantee, what this host can
-                        enforce; exit 0 when everything is, else 1
-  -V, --version         print the version and exit
-  -h, --help            print this help and exit
-
-srt exits 125 when it cannot set up the sandbox (the command does not run);
-otherwise with the command's status, 128+N if it was killed by signal N.
-`
-
 // options are the parsed command line.
 type options struct {
 	settingsPath string
@@ -86,6 +42,9 @@ type options struct {
 	commandID    string
 	observeFS    *bool // --observe-fs; nil: on with --violations or --debug
 	quiet        bool
+	printSchema  bool   // --print-schema
+	completion   string // --completion SHELL
+	man          bool   // --man
 	args         []string
 }
 
@@ -93,6 +52,24 @@ type options struct {
 // (or "--"); everything after belongs to the command.
 func parseArgs(args []string) (*options, error) {
 	o := &options{}
+	fl := newFlagSet(o)
+	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			o.help = true
+			return o, nil
+		}
+		return nil, err
+	}
+	o.args = fl.Args()
+	if v, ok := os.LookupEnv("SRT_DEBUG"); ok && v != "" && v != "0" && v != "false" {
+		o.debug = true
+	}
+	return o, nil
+}
+
+// newFlagSet defines srt's flags, writing into o; their help is in
+// program (options.go).
+func newFlagSet(o *options) *flag.FlagSet {
 	fl := flag.NewFlagSet("srt", flag.ContinueOnError)
 	fl.SetOutput(io.Discard)
 	fl.StringVar(&o.settingsPath, "s", "", "")
@@ -124,18 +101,10 @@ func parseArgs(args []string) (*options, error) {
 	})
 	fl.BoolVar(&o.quiet, "q", false, "")
 	fl.BoolVar(&o.quiet, "quiet", false, "")
-	if err := fl.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			o.help = true
-			return o, nil
-		}
-		return nil, err
-	}
-	o.args = fl.Args()
-	if v, ok := os.LookupEnv("SRT_DEBUG"); ok && v != "" && v != "0" && v != "false" {
-		o.debug = true
-	}
-	return o, nil
+	fl.BoolVar(&o.printSchema, "print-schema", false, "")
+	fl.StringVar(&o.completion, "completion", "", "")
+	fl.BoolVar(&o.man, "man", false, "")
+	return fl
 }
 
 // run is srt's main function, returning the exit status.
@@ -148,8 +117,22 @@ func run(args []string, stdin *os.File, stdout, stderr *os.File) int {
 	if err != nil {
 		return fail("%v (see srt --help)", err)
 	}
-	if o.help {
-		fmt.Fprint(stdout, usage)
+	switch {
+	case o.help:
+		fmt.Fprint(stdout, program.Help())
+		return 0
+	case o.printSchema:
+		stdout.Write(settings.Schema())
+		return 0
+	case o.man:
+		fmt.Fprint(stdout, program.Man())
+		return 0
+	case o.completion != "":
+		script, err := program.Completion(o.completion)
+		if err != nil {
+			return fail("--completion: %v", err)
+		}
+		fmt.Fprint(stdout, script)
 		return 0
 	}
 	if o.version {

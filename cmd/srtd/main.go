@@ -67,13 +67,13 @@ func main() {
 			os.Exit(st)
 		}
 	}
-	os.Exit(run(os.Args[1:], os.Stderr))
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
 type usageError struct{ error }
 
-func run(args []string, stderr io.Writer) int {
-	err := serve(args, stderr)
+func run(args []string, stdout, stderr io.Writer) int {
+	err := serve(args, stdout, stderr)
 	var ue usageError
 	switch {
 	case err == nil:
@@ -81,44 +81,42 @@ func run(args []string, stderr io.Writer) int {
 	case errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.As(err, &ue):
-		fmt.Fprintln(stderr, "srtd:", err)
+		fmt.Fprintf(stderr, "srtd: %v (see srtd --help)\n", err)
 		return 2
 	}
 	fmt.Fprintln(stderr, "srtd:", err)
 	return 1
 }
 
-func serve(args []string, stderr io.Writer) error {
-	fs := flag.NewFlagSet("srtd", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	addr := fs.String("addr", "127.0.0.1:7777", "listen address; loopback only unless --allow-non-loopback")
-	tokenFile := fs.String("token-file", "", "where to write the bearer token (mode 0600); default $XDG_RUNTIME_DIR/srtd/token or ~/.srtd/token")
-	sandboxFlag := fs.String("sandbox", "", "on (wrap launches when the host offers a backend) or off; default $CC_SERVER_SANDBOX, then $SRTD_SANDBOX, else on")
-	nonLoopback := fs.Bool("allow-non-loopback", false, "allow --addr on a non-loopback address (anyone who can reach it and read the token drives the server)")
-	addrFile := fs.String("addr-file", "", "write the listening address there once listening (for --addr with port 0)")
-	maxSessions := fs.Int("max-sessions", 64, "sandboxes alive at once")
-	maxExecs := fs.Int("max-execs", 64, "execs running at once")
-	maxTerminals := fs.Int("max-terminals", 16, "terminal sessions alive at once")
-	maxConns := fs.Int("max-conns-per-session", port.DefaultMaxConnsPerSession, "connections one session's proxies serve at once (more are closed at once and reported as a violation); lowered at start-up to fit the descriptor limit")
-	maxAPIConns := fs.Int("max-api-conns", 256, "API connections served at once (more wait to be accepted)")
-	maxBody := fs.Int64("max-body", 1<<20, "largest request body, bytes")
-	defaultBackend := fs.String("default-backend", "", "backend of a launch that names none: native (default; none when the host has none) or microvm (falls back to native, with a log line, when no VM can start)")
-	nameGlobs := fs.String("name-glob-write-denies", "standard", "launch policy's file-name glob write-denies: standard (.env, *.key, *.pem, refused when created; where the host cannot, a launch with a writable path fails closed) or none")
-	bwrap := fs.String("bwrap", "", "bubblewrap's absolute path; default bwrap in PATH")
-	microvmFlag := fs.String("microvm", "", "auto (probe the microvm backend with a test boot at start-up) or off; default $SRTD_MICROVM, else auto")
-	termNet := fs.String("terminal-network", "open", "a native terminal's egress when its request names none: open (every host name; the deny list, cloud metadata and srtd's own addresses still refused; seed 000) or baseline (the launch allow-list)")
-	memLimit := fs.String("memory-limit", "default", "memory limit of a session that names no memoryLimitBytes: default (half of RAM, at most 4G), off (or 0), or bytes with an optional K, M, G suffix; enforced by a memory cgroup per native session")
-	cgroupParent := fs.String("cgroup-parent", "", "cgroup directory (v2 with the memory controller, or v1 memory) to make session cgroups in, writable by srtd's user; default srtd's own cgroup")
-	debug := fs.Bool("debug", false, "debug log lines")
+func serve(args []string, stdout, stderr io.Writer) error {
+	fs, f := newFlagSet()
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
 		return usageError{err}
 	}
-	if fs.NArg() > 0 {
+	if fs.NArg() == 2 && fs.Arg(0) == "completion" {
+		*f.completion = fs.Arg(1) // "srtd completion bash", as --completion bash
+	} else if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
+	switch {
+	case *f.help || *f.h:
+		fmt.Fprint(stdout, program.Help())
+		return nil
+	case *f.man:
+		fmt.Fprint(stdout, program.Man())
+		return nil
+	case *f.completion != "":
+		script, err := program.Completion(*f.completion)
+		if err != nil {
+			return usageError{fmt.Errorf("--completion: %w", err)}
+		}
+		fmt.Fprint(stdout, script)
+		return nil
+	}
+	addr, tokenFile, sandboxFlag, nonLoopback, addrFile := f.addr, f.tokenFile, f.sandbox, f.nonLoopback, f.addrFile
+	maxSessions, maxExecs, maxTerminals, maxConns, maxAPIConns, maxBody := f.maxSessions, f.maxExecs, f.maxTerminals, f.maxConns, f.maxAPIConns, f.maxBody
+	defaultBackend, nameGlobs, bwrap, microvmFlag, termNet := f.defaultBackend, f.nameGlobs, f.bwrap, f.microvm, f.termNet
+	memLimit, cgroupParent, debug := f.memLimit, f.cgroupParent, f.debug
 	sandboxOn, err := sandboxMode(*sandboxFlag, os.Getenv)
 	if err != nil {
 		return usageError{err}
