@@ -359,6 +359,14 @@
   mirrorStyles($('term'));
   mirrorStyles(document.head);
 
+  // Log out by fetch, not by the form's own POST: under no-referrer a
+  // form navigation's Origin is "null", which srtd refuses (403).
+  $('logout').addEventListener('submit', async (e) => {
+    e.preventDefault();
+    await fetch('/console/logout', { method: 'POST', credentials: 'same-origin', redirect: 'manual' }).catch(() => {});
+    location.assign('/console/');
+  });
+
   // ---- start ----
 
   api('GET', '/v1/probe').then((p) => {
