@@ -175,3 +175,32 @@ func TestExecHistory(t *testing.T) {
 		t.Errorf("a sandbox launched again under the same id: %d records; want none", len(recs))
 	}
 }
+
+// TestExecHistoryClientGone: an exec whose client went away is still
+// recorded to its end (killed), and shows running before.
+func TestExecHistoryClientGone(t *testing.T) {
+	e := newEnv(t, nil)
+	if code, out := e.req(t, "POST", "/v1/sandboxes", testToken, `{"sessionId":"g","workspaceId":"w"}`); code != 201 {
+		t.Fatalf("launch: %d %s", code, out)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r, _ := http.NewRequestWithContext(ctx, "POST", e.url+"/v1/sandboxes/g/exec", strings.NewReader(`{"argv":["sleep"]}`))
+	r.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := http.DefaultClient.Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := func() string {
+		_, out := e.req(t, "GET", "/v1/sandboxes/g/execs", testToken, "")
+		var recs []api.ExecRecord
+		json.Unmarshal([]byte(out), &recs)
+		if len(recs) != 1 {
+			return "none"
+		}
+		return string(recs[0].State) + " " + recs[0].Reason
+	}
+	waitFor(t, "the exec recorded as running", func() bool { return state() == "running " })
+	cancel()
+	resp.Body.Close()
+	waitFor(t, "the exec recorded as killed", func() bool { return state() == "killed manual" })
+}

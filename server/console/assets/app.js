@@ -295,7 +295,7 @@
     const fit = new FitAddon.FitAddon();
     xterm.loadAddon(fit);
     xterm.open($('term'));
-    const ws = new WebSocket(`ws://${location.host}${info.websocket}`);
+    const ws = new WebSocket(`${location.protocol === 'https:' ? 'wss:' : 'ws:'}//${location.host}${info.websocket}`);
     ws.binaryType = 'arraybuffer';
     term = { xterm, ws, id: info.id };
     const resize = () => {
