@@ -12,7 +12,11 @@
 // This package imports port only: never server or client.
 package api
 
-import "github.com/srt-go/srt/port"
+import (
+	"time"
+
+	"github.com/srt-go/srt/port"
+)
 
 // The port's types, which travel as they are.
 type (
@@ -213,4 +217,63 @@ const (
 	TerminalInput  = "input"
 	TerminalResize = "resize"
 	TerminalExit   = "exit"
+)
+
+// ExecRecord is one exec in the answer of GET
+// /v1/sandboxes/{sessionId}/execs: what srtd keeps of a sandbox's last
+// ExecHistoryLimit execs, for the web console. Env and stdin are never
+// kept (they may carry secrets); argv and output are capped.
+type ExecRecord struct {
+	// ExecID is the exec's id (Event.ExecID); empty until it started.
+	ExecID string `json:"execId,omitempty"`
+	// Argv is the command as asked, its elements kept up to
+	// ExecHistoryArgvBytes in all; ArgvTruncated says some were dropped.
+	Argv          []string `json:"argv"`
+	ArgvTruncated bool     `json:"argvTruncated,omitempty"`
+	// Cwd is the working directory asked for (empty: the workdir).
+	Cwd       string     `json:"cwd,omitempty"`
+	StartedAt time.Time  `json:"startedAt"`
+	EndedAt   *time.Time `json:"endedAt,omitempty"`
+	// State is running, exited or killed.
+	State ExecState `json:"state"`
+	// ExitCode is set once exited or killed (128+N for signal N).
+	ExitCode *int `json:"exitCode,omitempty"`
+	// Reason is a kill's reason (Event.Reason: oom, timeout, manual).
+	Reason string `json:"reason,omitempty"`
+	// Output is stdout and stderr in the order they came, adjacent
+	// chunks of one stream merged, at most ExecHistoryOutputBytes in
+	// all; OutputTruncated counts the bytes past it, not kept.
+	Output          []ExecOutput `json:"output"`
+	OutputTruncated int64        `json:"outputTruncated,omitempty"`
+	// Violations counts the exec's violation events (a folded event by
+	// its Count), dropped ones (lost) included.
+	Violations uint64 `json:"violations,omitempty"`
+}
+
+// ExecOutput is a chunk of ExecRecord.Output.
+type ExecOutput struct {
+	// Stream is stdout or stderr.
+	Stream EventType `json:"stream"`
+	// Data is the bytes (base64 in JSON, as Event.Data).
+	Data []byte `json:"data"`
+}
+
+// ExecState is ExecRecord.State.
+type ExecState string
+
+const (
+	ExecRunning ExecState = "running" // no exit or killed event yet
+	ExecExited  ExecState = "exited"  // exit event: ExitCode set
+	ExecKilled  ExecState = "killed"  // killed event: Reason set
+)
+
+// The bounds of a sandbox's exec history (GET
+// /v1/sandboxes/{sessionId}/execs): at most ExecHistoryLimit records,
+// each with at most ExecHistoryOutputBytes of output and
+// ExecHistoryArgvBytes of argv — some 16 KiB a record, 320 KiB a
+// sandbox.
+const (
+	ExecHistoryLimit       = 20
+	ExecHistoryOutputBytes = 16 << 10
+	ExecHistoryArgvBytes   = 4 << 10
 )

@@ -6,7 +6,7 @@ set -euo pipefail
 pkgs=(bubblewrap git curl ca-certificates python3 procps bsdutils tmux jq hyperfine time
       openssh-client openssh-server passwd util-linux nodejs npm
       qemu-system-x86 busybox-static xz-utils python3-requests openssl
-      python3-botocore awscli
+      python3-botocore awscli chromium
       bash-completion zsh fish groff-base man-db)
 
 missing=()
@@ -29,6 +29,11 @@ if ((${#missing[@]})); then
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 command -v go >/dev/null || { echo "setup: Go is not installed (https://go.dev/dl/)" >&2; exit 1; }
+
+# The web console's browser test (e2e/console): playwright-core at the
+# version its package-lock.json pins, from the npm registry; it drives
+# Debian's chromium above and downloads no browser.
+(cd "$(dirname "$0")/../e2e/console" && npm ci --no-audit --no-fund --silent)
 
 # The microvm backend's guest kernel: Debian's linux-image-amd64, fetched
 # with apt-get download and cached in /var/cache/srt-microvm (about 70 MB,

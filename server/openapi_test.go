@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/srt-go/srt/server/console"
 )
 
 // openAPI is api/openapi.json, the document the tests hold srtd to.
@@ -227,9 +229,11 @@ func (o *openAPI) checkResponse(t *testing.T, method, path string, resp *http.Re
 // operation and many of its statuses and validates each response.
 func TestOpenAPIResponses(t *testing.T) {
 	o := loadOpenAPI(t)
+	con := console.New()
 	e := newEnv(t, func(c *Config) {
 		c.Terminal = TerminalConfig{Shell: "/bin/sh", Home: t.TempDir()}
 		c.Port.(*fakePort).max = 2
+		c.Console = con
 	})
 	steps := []struct{ method, path, token, body string }{
 		{"GET", "/healthz", "", ""},
@@ -253,6 +257,9 @@ func TestOpenAPIResponses(t *testing.T) {
 		{"POST", "/v1/sandboxes/oa/exec", testToken, `{"argv":["count","3"],"stdin":"x"}`},
 		{"POST", "/v1/sandboxes/oa/exec", testToken, `{"argv":["flood"]}`},
 		{"POST", "/v1/sandboxes/oa/exec", testToken, `{"argv":[]}`},
+		{"GET", "/v1/sandboxes/oa/execs", testToken, ""},
+		{"GET", "/v1/sandboxes/zz/execs", testToken, ""},
+		{"GET", "/v1/sandboxes/oa/execs", "", ""},
 		{"POST", "/v1/sandboxes/zz/exec", testToken, `{"argv":["true"]}`},
 		{"POST", "/v1/sandboxes/oa/resume", testToken, ""},
 		{"POST", "/v1/sandboxes/oa/suspend", testToken, ""},
@@ -321,6 +328,36 @@ func TestOpenAPIResponses(t *testing.T) {
 		e.req(t, "DELETE", "/v1/sandboxes/nf", testToken, "")
 	}()
 	o.checkResponse(t, "GET", "/v1/sandboxes/nf/events", stream)
+	// The console: its login (303), its page (200, 401) and logout (303),
+	// and the headers every answer of it carries.
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	var cookie *http.Cookie
+	for _, s := range []struct{ method, path, query string }{
+		{"GET", "/console/", "?token=wrong"},
+		{"GET", "/console/", ""},
+		{"GET", "/console/", strings.TrimPrefix(con.LoginURL("127.0.0.1:1"), "http://127.0.0.1:1/console/")},
+		{"GET", "/console/", ""},
+		{"POST", "/console/logout", ""},
+	} {
+		r, _ := http.NewRequest(s.method, e.url+s.path+s.query, nil)
+		if cookie != nil {
+			r.AddCookie(cookie)
+		}
+		if s.method == "POST" {
+			r.Header.Set("Origin", e.url)
+		}
+		resp, err := noFollow.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cs := resp.Cookies(); len(cs) == 1 && cs[0].Value != "" {
+			cookie = cs[0]
+		}
+		o.checkConsole(t, s.method, s.path, resp)
+	}
+	if cookie == nil {
+		t.Error("the console login set no cookie")
+	}
 	// A terminal: create, get, delete.
 	info := e.newTerminal(t, `{"cols":100,"rows":40}`)
 	for _, m := range []string{"GET", "DELETE"} {
@@ -331,5 +368,34 @@ func TestOpenAPIResponses(t *testing.T) {
 			t.Fatal(err)
 		}
 		o.checkResponse(t, m, "/v1/terminals/"+info.ID, resp)
+	}
+}
+
+// checkConsole validates a console answer: status documented, its
+// content type if it has a body, and the documented headers' values.
+func (o *openAPI) checkConsole(t *testing.T, method, path string, resp *http.Response) {
+	t.Helper()
+	defer resp.Body.Close()
+	op, tmpl := o.operation(method, path)
+	if op == nil {
+		t.Errorf("%s %s is not in api/openapi.json", method, path)
+		return
+	}
+	doc := o.ref(op["responses"].(map[string]any)[fmt.Sprint(resp.StatusCode)])
+	if doc == nil {
+		t.Errorf("%s %s: status %d is not documented", method, tmpl, resp.StatusCode)
+		return
+	}
+	if content, ok := doc["content"].(map[string]any); ok {
+		ctype, _, _ := strings.Cut(resp.Header.Get("Content-Type"), ";")
+		if _, ok := content[ctype]; !ok {
+			t.Errorf("%s %s %d: content type %q is not documented", method, tmpl, resp.StatusCode, ctype)
+		}
+	}
+	hdrs, _ := doc["headers"].(map[string]any)
+	for name, h := range hdrs {
+		if err := o.validate(h.(map[string]any)["schema"].(map[string]any), resp.Header.Get(name), fmt.Sprintf("%s %s %d header %s", method, tmpl, resp.StatusCode, name)); err != nil {
+			t.Error(err)
+		}
 	}
 }

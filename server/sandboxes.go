@@ -170,16 +170,17 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		s.writePortError(w, err)
 		return
 	}
-	writeSSE(w, events, sub.StreamTag()+".")
+	writeSSE(w, events, sub.StreamTag()+".", nil)
 }
 
 // writeSSE writes events as server-sent events until the channel closes
-// or the client goes away (the caller's context then ends the channel):
+// or the client goes away (the caller's context then ends the channel),
+// handing each to seen first unless it is nil:
 //
 //	id: <idPrefix><seq>
 //	event: <type>
 //	data: <the event as JSON>
-func writeSSE(w http.ResponseWriter, events <-chan port.Event, idPrefix string) {
+func writeSSE(w http.ResponseWriter, events <-chan port.Event, idPrefix string, seen func(port.Event)) {
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
@@ -188,6 +189,9 @@ func writeSSE(w http.ResponseWriter, events <-chan port.Event, idPrefix string) 
 	rc.Flush()
 	var buf bytes.Buffer
 	for ev := range events {
+		if seen != nil {
+			seen(ev)
+		}
 		buf.Reset()
 		data, _ := json.Marshal(ev)
 		fmt.Fprintf(&buf, "id: %s%d\nevent: %s\ndata: %s\n\n", idPrefix, ev.Seq, ev.Type, data)
@@ -257,6 +261,7 @@ func (s *Server) destroy(w http.ResponseWriter, r *http.Request) {
 		s.writePortError(w, err)
 		return
 	}
+	s.history.drop(sb)
 	writeJSON(w, http.StatusOK, sb.Handle())
 }
 
@@ -318,12 +323,14 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 		s.writePortError(w, err)
 		return
 	}
+	rec := s.history.start(sb, s.cfg.Port.List(), req)
 	defer func() {
 		cancel()
-		for range events { // let the port finish; nobody reads them now
+		for ev := range events { // let the port finish; nobody reads them now
+			rec.add(ev)
 		}
 	}()
-	writeSSE(w, events, "")
+	writeSSE(w, events, "", rec.add)
 }
 
 // writePortError answers with the status port.HTTPStatus gives a port

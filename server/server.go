@@ -3,9 +3,10 @@
 // terminal sessions (a PTY over WebSocket).
 //
 // Every request but GET /healthz carries the bearer token generated at
-// start-up; every request whose Origin is not absent or a loopback origin
-// of this very host is refused, so a web page cannot drive the server. The
-// API is described by api/openapi.json.
+// start-up, or is a call of srtd's own web console (package console: its
+// session cookie); every request whose Origin is not absent or a loopback
+// origin of this very host is refused, so no other web page can drive the
+// server. The API is described by api/openapi.json.
 package server
 
 import (
@@ -29,6 +30,7 @@ import (
 
 	"github.com/srt-go/srt/api"
 	"github.com/srt-go/srt/port"
+	"github.com/srt-go/srt/server/console"
 )
 
 // Config configures a Server. Limits say what zero means.
@@ -46,6 +48,10 @@ type Config struct {
 	TokenFile string
 	// Logger receives the server's log lines. Nil discards them.
 	Logger *slog.Logger
+	// Console is the web console served under /console/, whose logged-in
+	// pages may call the API with their session cookie instead of Token.
+	// Nil serves no console.
+	Console *console.Console
 
 	// MaxBodyBytes bounds a request body. Zero means 1 MiB.
 	MaxBodyBytes int64
@@ -70,6 +76,9 @@ type Server struct {
 	mux  *http.ServeMux
 	stop context.Context // done when Close starts
 	halt context.CancelFunc
+
+	// history keeps each sandbox's last execs (exechistory.go).
+	history execHistories
 
 	mu        sync.Mutex
 	terminals map[string]*terminal // guarded by mu
@@ -128,6 +137,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("PATCH /v1/sandboxes/{sessionId}", s.patch)
 	s.mux.HandleFunc("GET /v1/sandboxes/{sessionId}/events", s.events)
 	s.mux.HandleFunc("POST /v1/sandboxes/{sessionId}/exec", s.exec)
+	s.mux.HandleFunc("GET /v1/sandboxes/{sessionId}/execs", s.listExecs)
 	s.mux.HandleFunc("POST /v1/sandboxes/{sessionId}/suspend", s.suspend)
 	s.mux.HandleFunc("POST /v1/sandboxes/{sessionId}/resume", s.resume)
 	s.mux.HandleFunc("DELETE /v1/sandboxes/{sessionId}", s.destroy)
@@ -137,8 +147,9 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /v1/terminals/{id}/ws", s.attachTerminal)
 }
 
-// Handler returns the API handler: Host and Origin checks, then the token
-// (except /healthz), then the routes.
+// Handler returns the API handler: Host and Origin checks, then the
+// console's pages (their own login), then the token or the console's
+// cookie (except /healthz), then the routes.
 func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// A DNS-rebinding page reaches us under its own host name; a
@@ -147,11 +158,15 @@ func (s *Server) Handler() http.Handler {
 			writeError(w, http.StatusForbidden, "", "Host %q is not a loopback address", r.Host)
 			return
 		}
-		// Browsers send Origin on every cross-origin request and on every
-		// WebSocket handshake; only a page served by this very host could
-		// pass, and nothing here serves pages.
+		// Browsers send Origin on every cross-origin request, on every
+		// POST and on every WebSocket handshake; only a page served by
+		// this very host, srtd's own console, can pass.
 		if o := r.Header.Get("Origin"); o != "" && !sameLoopbackOrigin(o, r.Host) {
 			writeError(w, http.StatusForbidden, "", "Origin %q refused: a web page may not drive srtd", o)
+			return
+		}
+		if s.cfg.Console != nil && console.Owns(r) {
+			s.cfg.Console.ServeHTTP(w, r)
 			return
 		}
 		if r.URL.Path != "/healthz" && !s.authorized(r) {
@@ -166,9 +181,15 @@ func (s *Server) Handler() http.Handler {
 	})
 }
 
-// authorized compares the bearer token in constant time.
+// authorized compares the bearer token in constant time; without one, a
+// logged-in console page's call is authorized by its cookie
+// (console.Console.Authorizes). A request with an Authorization header
+// is judged by that header alone.
 func (s *Server) authorized(r *http.Request) bool {
 	h := r.Header.Get("Authorization")
+	if h == "" && s.cfg.Console != nil {
+		return s.cfg.Console.Authorizes(r)
+	}
 	tok, ok := strings.CutPrefix(h, "Bearer ")
 	if !ok || s.cfg.Token == "" {
 		return false
@@ -191,7 +212,7 @@ func loopbackHost(hostport string) bool {
 }
 
 // sameLoopbackOrigin reports whether origin is http(s)://<Host> with a
-// loopback Host: a page of this server itself, which srtd never serves.
+// loopback Host: a page of this server itself (the console).
 func sameLoopbackOrigin(origin, host string) bool {
 	u, err := url.Parse(origin)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {

@@ -49,6 +49,7 @@ import (
 	"github.com/srt-go/srt/port"
 	"github.com/srt-go/srt/sandbox"
 	"github.com/srt-go/srt/server"
+	"github.com/srt-go/srt/server/console"
 	"golang.org/x/net/netutil"
 )
 
@@ -213,8 +214,9 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	}
 	defer os.Remove(*tokenFile)
 
+	con := console.New()
 	srv, err := server.New(server.Config{
-		Port: pt, Token: token, TokenFile: *tokenFile, Logger: lg,
+		Port: pt, Token: token, TokenFile: *tokenFile, Logger: lg, Console: con,
 		MaxBodyBytes: *maxBody, MaxExecs: *maxExecs, MaxTerminals: *maxTerminals,
 		Terminal: server.TerminalConfig{Network: api.TerminalNetwork(*termNet), SelfDeny: selfAddresses(ln.Addr())},
 	})
@@ -226,6 +228,9 @@ func serve(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	// The console's login URL: the one line its token is ever written
+	// to (SECURITY.md, "Web console"), plain to be clicked.
+	fmt.Fprintf(stderr, "Web console: %s\n", con.LoginURL(ln.Addr().String()))
 	hs := &http.Server{
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,

@@ -1,0 +1,180 @@
+// The srtd web console in headless Chromium, as a user would use it
+// (issue 21). e2e/console_test.go starts the real srtd and runs this with:
+//
+//   SRTD_CONSOLE_URL  the login URL srtd printed ("Web console: <url>")
+//   SRTD_WORKDIR      a host directory the session may bind and write
+//   SRTD_BACKEND      the backend to launch and open a terminal on (native)
+//   CHROMIUM          the browser (default /usr/bin/chromium)
+//
+// It asserts behaviour, never pixels. Exit status 0 means every check
+// passed; a failure prints what was expected and what the page showed.
+import { chromium } from 'playwright-core';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+
+const loginURL = process.env.SRTD_CONSOLE_URL;
+const workdir = process.env.SRTD_WORKDIR;
+const backend = process.env.SRTD_BACKEND || 'native';
+assert.ok(loginURL && workdir, 'SRTD_CONSOLE_URL and SRTD_WORKDIR are required');
+const base = new URL(loginURL).origin;
+const token = new URL(loginURL).searchParams.get('token');
+const step = (s) => console.log('ok -', s);
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  // Root cannot use Chromium's sandbox; the page is our own, on loopback.
+  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+});
+try {
+  await withoutLogin();
+  await asUser();
+} finally {
+  await browser.close();
+}
+
+// A browser that never saw the URL gets the login-required page and 401s.
+async function withoutLogin() {
+  const ctx = await browser.newContext();
+  const page = await ctx.newPage();
+  const resp = await page.goto(base + '/console/');
+  assert.equal(resp.status(), 401, 'the console without a login');
+  await page.locator('#login-required').waitFor();
+  assert.equal(await page.locator('#sessions').count(), 0, 'the login page shows no sessions');
+  const wrong = await page.goto(base + '/console/?token=' + '0'.repeat(64));
+  assert.equal(wrong.status(), 401, 'a wrong token');
+  const api = await page.evaluate(async () => (await fetch('/v1/sandboxes')).status);
+  assert.equal(api, 401, "an API call from the login page");
+  assert.equal((await ctx.cookies()).length, 0, 'no cookie without the token');
+  await ctx.close();
+  step('without the token: the login-required page, 401 for the API');
+}
+
+async function asUser() {
+  const ctx = await browser.newContext();
+  const page = await ctx.newPage();
+  page.setDefaultTimeout(30_000);
+  const leaks = [];
+  page.on('request', (r) => {
+    const ref = r.headers()['referer'] || '';
+    if (ref.includes(token) || (r.url().includes(token) && r.url() !== loginURL)) leaks.push(r.url() + ' referer ' + ref);
+  });
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+
+  // Log in through the printed URL: redirected to a token-less URL, a
+  // cookie set, the CSP on the page.
+  const resp = await page.goto(loginURL);
+  assert.equal(page.url(), base + '/console/', 'the address bar after login');
+  assert.equal(resp.status(), 200);
+  const h = resp.headers();
+  assert.match(h['content-security-policy'], /^default-src 'none'; script-src 'self'; style-src 'self';/);
+  assert.equal(h['x-frame-options'], 'DENY');
+  assert.equal(h['x-content-type-options'], 'nosniff');
+  assert.equal(h['referrer-policy'], 'no-referrer');
+  const [cookie] = await ctx.cookies();
+  assert.ok(cookie && cookie.httpOnly && cookie.sameSite === 'Strict' && cookie.path === '/', 'the session cookie: ' + JSON.stringify(cookie));
+  assert.notEqual(cookie.value, token, 'the cookie is not the login token');
+  assert.equal(await page.evaluate(() => document.cookie), '', 'HttpOnly: no script sees the cookie');
+  step('logged in through the printed URL');
+
+  // Launch a session from the form; the list shows its real backend.
+  const id = 'web-' + Date.now().toString(36);
+  const f = page.locator('#launch');
+  await f.locator('[name=sessionId]').fill(id);
+  await f.locator('[name=backend]').selectOption(backend);
+  await f.locator('[name=hostPath]').fill(workdir);
+  await f.locator('[name=guestPath]').fill('/work');
+  await f.locator('[name=guestWorkdir]').fill('/work');
+  await f.locator('button[type=submit]').click();
+  const item = page.locator(`#sessions li[data-session="${id}"]`);
+  await item.locator('.badge', { hasText: backend }).waitFor();
+  await page.locator('#d-backend', { hasText: backend }).waitFor();
+  await page.locator('#d-state', { hasText: 'warm' }).waitFor();
+  step(`launched ${id}: badge ${backend}, warm`);
+
+  // Make it violate a rule: a write outside its binds and a connection
+  // the allow-list refuses. The violation appears live.
+  await page.locator('#exec [name=cmd]').fill(
+    "echo console-said-$((6*7)); echo x > /etc/srt-console-probe; " +
+    "curl -s -o /dev/null --noproxy '' --max-time 10 http://denied.example/; echo curl=$?");
+  await page.locator('#exec button[type=submit]').click();
+  await page.locator('#violations li', { hasText: 'denied.example' }).waitFor();
+  await page.locator('#violations li', { hasText: '/etc/srt-console-probe' }).waitFor();
+  step('the violations appeared: ' + (await page.locator('#violations').innerText()).replace(/\n/g, ' | '));
+
+  // Its exec history, with the output.
+  const rec = page.locator('#execs li', { hasText: 'console-said-42' });
+  await rec.waitFor();
+  await rec.locator('.state', { hasText: /^exit \d+$/ }).waitFor();
+  assert.match(await rec.locator('.cmd').textContent(), /^sh -c echo console-said/);
+  step('the exec history shows the command and its output');
+
+  // A terminal over the WebSocket, with the badge srtd reports.
+  const tf = page.locator('#term-form');
+  await tf.locator('[name=backend]').selectOption(backend);
+  await tf.locator('[name=cwd]').fill(workdir);
+  await tf.locator('button[type=submit]').click();
+  await page.locator('#t-backend', { hasText: backend }).waitFor();
+  await page.locator('#term .xterm-rows').waitFor();
+  await page.locator('#term').click();
+  await page.keyboard.type('bash --norc --noprofile\n');
+  await page.waitForTimeout(300);
+  await page.keyboard.type('echo $((7*6))xyz\n');
+  await page.locator('#term .xterm-rows', { hasText: '42xyz' }).waitFor();
+  // xterm.js's own styles reached the page despite the CSP (app.js
+  // mirrors them): the rows have xterm's foreground, not the page's.
+  const fg = await page.locator('#term .xterm-rows').evaluate((e) => getComputedStyle(e).color);
+  assert.equal(fg, 'rgb(255, 255, 255)', "the terminal rows' colour (xterm.js's theme)");
+  await page.keyboard.type('exit\nexit 3\n');
+  await page.locator('#t-state', { hasText: 'exited 3' }).waitFor();
+  step(`typed in a ${backend} terminal and read its output`);
+
+  // A foreign page with the cookie is refused, the WebSocket too; the
+  // cookie alone (no browser saying same-origin) is not enough.
+  const evil = { Origin: 'http://evil.example' };
+  assert.equal((await ctx.request.get(base + '/v1/sandboxes', { headers: evil })).status(), 403, 'GET, cookie, foreign Origin');
+  assert.equal((await ctx.request.post(base + '/v1/sandboxes', { headers: evil, data: { sessionId: 'evil' } })).status(), 403, 'POST, cookie, foreign Origin');
+  assert.equal((await ctx.request.delete(base + `/v1/sandboxes/${id}`, { headers: evil })).status(), 403, 'DELETE, cookie, foreign Origin');
+  assert.equal((await ctx.request.get(base + '/v1/sandboxes')).status(), 401, 'the cookie without fetch metadata');
+  const term = await ctx.request.post(base + '/v1/terminals', { headers: { Origin: base }, data: { backend: 'none' } });
+  assert.equal(term.status(), 201, 'a terminal from the page origin');
+  const ws = (await term.json()).websocket;
+  const cookieHdr = `${cookie.name}=${cookie.value}`;
+  assert.equal(await upgrade(ws, cookieHdr, 'http://evil.example'), 403, 'WebSocket, cookie, foreign Origin');
+  assert.equal(await upgrade(ws, cookieHdr, base), 101, 'WebSocket, cookie, the page origin');
+  step('a foreign Origin is refused (403), WebSocket included');
+
+  // Destroy from the page.
+  await item.click();
+  await page.locator('#d-destroy').click();
+  await page.locator('#d-state', { hasText: 'destroyed' }).waitFor();
+  await item.waitFor({ state: 'detached' });
+  step('destroyed from the page');
+
+  // Log out: the login page again, and the API refuses the old cookie.
+  await page.locator('#logout button').click();
+  await page.locator('#login-required').waitFor();
+  const after = await page.evaluate(async () => (await fetch('/v1/sandboxes')).status);
+  assert.equal(after, 401, 'the API after logout');
+  step('logged out');
+
+  assert.deepEqual(leaks, [], 'the login token in a later request or Referer');
+  assert.deepEqual(errors, [], 'errors thrown in the page');
+  await ctx.close();
+}
+
+// upgrade sends a WebSocket handshake and returns the status.
+function upgrade(path, cookie, origin) {
+  return new Promise((resolve, reject) => {
+    const req = http.request(base + path, {
+      headers: {
+        Connection: 'Upgrade', Upgrade: 'websocket', 'Sec-WebSocket-Version': '13',
+        'Sec-WebSocket-Key': 'dGhlIHNhbXBsZSBub25jZQ==', Cookie: cookie, Origin: origin,
+      },
+    });
+    req.on('upgrade', (res, socket) => { socket.destroy(); resolve(res.statusCode); });
+    req.on('response', (res) => { res.resume(); resolve(res.statusCode); });
+    req.on('error', reject);
+    req.end();
+  });
+}
