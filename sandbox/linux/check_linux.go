@@ -83,7 +83,7 @@ func Check(ctx context.Context, bwrapPath string) []Guarantee {
 	if abi, err := landlockABI(); err != nil {
 		add("Landlock", false, "not available: %v (srt enforces with namespaces; no backstop for the creation-time name rules: a creating call the seccomp filter missed would not be refused)", err)
 	} else {
-		add("Landlock", true, "ABI %d: backstop of the creation-time name rules in use (the command holds no right to make a name or move one across directories; a creating call the seccomp filter missed fails with EACCES)", abi)
+		add("Landlock", true, "ABI %d: the backstop of the creation-time name rules (with them on, the command holds no right to make a name or move one across directories: a creating call the seccomp filter missed fails with EACCES)", abi)
 	}
 	return out
 }
