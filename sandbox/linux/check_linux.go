@@ -77,10 +77,13 @@ func Check(ctx context.Context, bwrapPath string) []Guarantee {
 	}
 	tiocsti, _ := os.ReadFile("/proc/sys/dev/tty/legacy_tiocsti")
 	add("terminal injection", true, "the command gets its own pseudo-terminal; TIOCSTI/TIOCLINUX refused by seccomp (kernel dev.tty.legacy_tiocsti=%s)", strings.TrimSpace(string(tiocsti)))
+	// Landlock is the backstop of the creation-time rules (PID 1's
+	// inside/backstop_linux.go), not a rule of its own: without it the
+	// sandbox is as before, so its absence never fails the check.
 	if abi, err := landlockABI(); err != nil {
-		add("Landlock", false, "not available: %v (not needed: srt enforces with namespaces)", err)
+		add("Landlock", false, "not available: %v (srt enforces with namespaces; no backstop for the creation-time name rules: a creating call the seccomp filter missed would not be refused)", err)
 	} else {
-		add("Landlock", true, "ABI %d available (not needed: srt enforces with namespaces)", abi)
+		add("Landlock", true, "ABI %d: the backstop of the creation-time name rules (with them on, the command holds no right to make a name or move one across directories: a creating call the seccomp filter missed fails with EACCES)", abi)
 	}
 	return out
 }

@@ -86,6 +86,11 @@ func RunLandlockStage(args []string) {
 	if err == nil {
 		err = installMPTCPFilter(installed)
 	}
+	if err == nil {
+		// A second domain on top of the first: with the creation-time
+		// rules, no right to make a name anywhere (backstop_linux.go).
+		err = applyBackstop(installed)
+	}
 	if err != nil {
 		fail("seccomp filter: %v; refusing to run without it", err)
 	}

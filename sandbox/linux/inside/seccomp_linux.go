@@ -40,6 +40,11 @@ func installFilter(spec *wire.InitSpec) error {
 	if err != nil {
 		return err
 	}
+	// The Landlock backstop of the creation-time rules, once it is known
+	// that srt's supervisor performs the creations (backstop_linux.go).
+	if err := applyBackstop(installed); err != nil {
+		return fmt.Errorf("the Landlock backstop of the creation-time rules: %w", err)
+	}
 	// Stacked on it: no set-id bits (seccomp.BuildSetID), built from the
 	// options of the filter actually installed: with a listener, the mode
 	// refusals are that filter's, reported by srt; without one, this

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -121,25 +120,6 @@ func callPath(pid int, args [6]uint64, dirfdArg, pathArg int) string {
 	return filepath.Join(dir, p)
 }
 
-// callerUmask returns the Umask and Tgid of /proc/PID/status (022 and 0
-// if unreadable).
-func callerUmask(pid int) (mask, tgid int) {
-	mask = 0o022
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return mask, 0
-	}
-	if v, ok := statusField(b, "Umask:"); ok {
-		if m, err := strconv.ParseUint(v, 8, 32); err == nil {
-			mask = int(m)
-		}
-	}
-	if v, ok := statusField(b, "Tgid:"); ok {
-		tgid, _ = strconv.Atoi(v)
-	}
-	return mask, tgid
-}
-
 // statusField returns the value of a "Name:\tvalue" line of a
 // /proc/PID/status file, trimmed.
 func statusField(b []byte, name string) (string, bool) {
@@ -217,56 +197,4 @@ func callerTTY(pid, ctty, root int) (int, unix.Errno) {
 		}
 	}
 	return -1, unix.ENXIO
-}
-
-// umaskCache caches callers' umasks by thread ID (umaskTTL). Used by the
-// notification loop's thread only.
-type umaskCache struct {
-	umasks map[int]umaskEntry
-	// noCache holds the thread groups that called umask(2), whose threads
-	// are always read afresh (another thread may change the mask they
-	// share).
-	noCache map[int]bool
-}
-
-func newUmaskCache() *umaskCache {
-	return &umaskCache{umasks: map[int]umaskEntry{}, noCache: map[int]bool{}}
-}
-
-type umaskEntry struct {
-	mask int
-	at   time.Time
-}
-
-// umaskTTL bounds how long a cached umask is trusted: a thread ID reused
-// by a new process after the old one exited gets its own mask read
-// afresh. The kernel would have to hand out a whole PID space in that
-// time for a stale mask to be used.
-const umaskTTL = time.Second
-
-// of returns the umask of thread pid.
-func (c *umaskCache) of(pid int) int {
-	if e, ok := c.umasks[pid]; ok && time.Since(e.at) < umaskTTL {
-		return e.mask
-	}
-	mask, tgid := callerUmask(pid)
-	if c.noCache[tgid] {
-		return mask
-	}
-	if len(c.umasks) > 4096 {
-		clear(c.umasks)
-	}
-	c.umasks[pid] = umaskEntry{mask: mask, at: time.Now()}
-	return mask
-}
-
-// called is told of a umask(2) call by thread pid, before it runs.
-func (c *umaskCache) called(pid int) {
-	clear(c.umasks)
-	if _, tgid := callerUmask(pid); tgid > 0 {
-		if len(c.noCache) > 4096 {
-			clear(c.noCache)
-		}
-		c.noCache[tgid] = true
-	}
 }

@@ -35,12 +35,15 @@ type creator struct {
 	// same bits in chmod). Taken out of the creation mode, which the
 	// caller's umask could not do (umask 0).
 	noWrite uint64
+	// threadUmask is the answering thread's own umask (setUmask); -1
+	// until it is set.
+	threadUmask int
 }
 
 func newCreator(pol *policy.Policy, tmpdir string, m fsplan.Mapping, noWrite uint64, waits *waiters) *creator {
 	return &creator{
 		names: newNameRules(pol, tmpdir, m), git: gitRules{tmpdir: tmpdir, allowConfig: pol.AllowGitConfig},
-		res: newResolver(), umasks: newUmaskCache(), waits: waits, ctty: -1, noWrite: noWrite,
+		res: newResolver(), umasks: newUmaskCache(), waits: waits, ctty: -1, noWrite: noWrite, threadUmask: -1,
 	}
 }
 
@@ -50,6 +53,7 @@ func (c *creator) mode(m uint64) uint32 { return uint32(m & 0o7777 &^ c.noWrite)
 func (c *creator) close() {
 	c.locks.removeAll()
 	c.res.close()
+	c.umasks.close()
 	if c.ctty >= 0 {
 		unix.Close(c.ctty)
 		c.ctty = -1
@@ -159,6 +163,17 @@ func decode(name string, a [6]uint64) (callArgs, bool) {
 	return c, true
 }
 
+// movedDir reports whether a rename that succeeded may have moved a
+// directory: an exchange, or a directory (or anything srt cannot tell)
+// now at the new name w.
+func movedDir(w where, flags uint64) bool {
+	if flags&unix.RENAME_EXCHANGE != 0 {
+		return true
+	}
+	var st unix.Stat_t
+	return unix.Fstatat(w.dir, w.name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT == unix.S_IFDIR
+}
+
 // perform does the call. A verdict with val answered means the answer
 // was sent.
 func (c *creator) perform(fd int, nt seccomp.Notification, a callArgs) verdict {
@@ -182,6 +197,7 @@ func (c *creator) perform(fd int, nt seccomp.Notification, a callArgs) verdict {
 		return failed(e)
 	}
 	rq := request{fd: fd, nt: nt, pid: pid, root: root}
+	defer c.res.release() // after every where of the call is closed
 	if a.op == "open" && a.flags&unix.O_TMPFILE == unix.O_TMPFILE {
 		return openTmpfile(c, rq, a.dirfd, name, a.flags, a.mode)
 	}
@@ -222,8 +238,14 @@ func (c *creator) perform(fd int, nt seccomp.Notification, a callArgs) verdict {
 			return failed(e)
 		}
 		defer o.close()
-		c.res.forgetDirs()
 		v = renameAt(c, o, w, a.flags, pid)
+		if v.errno == 0 && v.rule == "" && movedDir(w, a.flags) {
+			// A directory now answers to another path: every cached
+			// path below either name may lead elsewhere. A file's
+			// rename (the common case: a build's "mv o.tmp o.o")
+			// changes no directory's path.
+			c.res.forgetDirs()
+		}
 	default:
 		return failed(unix.ENOSYS)
 	}

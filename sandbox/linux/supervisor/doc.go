@@ -12,6 +12,7 @@
 //	observe_linux.go     observed filesystem calls → violation.Violation
 //	caller_linux.go      what /proc and the caller's memory say of it
 //	thread_linux.go      the answering thread's own umask and credentials
+//	umask_linux.go       the callers' umasks, kept from their umask calls
 //	creator_linux.go     the creation calls: decode, resolve, dispatch
 //	resolve_linux.go     names resolved inside the sandbox's root
 //	names.go             the name rules (pure)
@@ -72,9 +73,13 @@
 //     while srt walks a directory that is being renamed, no other name can
 //     be created in the sandbox.
 //   - Credentials. That thread has its own umask (unshare CLONE_FS) set to
-//     the caller's before each creation, and, when srt runs as root, no
-//     capabilities (capset): the kernel checks the calls as it would the
-//     command's (same uid, no DAC override).
+//     the caller's before each creation (read from /proc once per thread,
+//     then kept from the notified umask calls: umask_linux.go), and, when
+//     srt runs as root, no capabilities (capset): the kernel checks the
+//     calls as it would the command's (same uid, no DAC override).
+//   - Backstop. Where Landlock is available PID 1 takes every right to
+//     make a name away from the command (sandbox/linux/inside's
+//     backstop_linux.go): a creating call this package never sees fails.
 //
 // Rules: every filesystem.denyWrite glob and every mandatory name at any
 // depth (policy.MandatoryGlobs). A name matching one cannot be created,

@@ -142,8 +142,8 @@ func (d *dispatcher) emulate(fd int, nt seccomp.Notification, c seccomp.Call) bo
 	switch c.Name {
 	case "umask":
 		// The mask is an argument, not memory: letting the call run is
-		// race-free. Forget what is cached before it takes effect.
-		d.cr.umasks.called(pid)
+		// race-free. Noted before it takes effect (umask_linux.go).
+		d.cr.umasks.called(pid, nt.Data.Args[0])
 		seccomp.Respond(fd, nt.ID, 0)
 		return true
 	case "openat2":

@@ -12,7 +12,7 @@ func mkdirAt(c *creator, rq request, w where, mode uint64) verdict {
 	if r := c.git.dirRule(w, kDir); r != "" {
 		return refused(r, w.real)
 	}
-	unix.Umask(c.umasks.of(rq.pid))
+	c.setUmask(rq.pid)
 	c.res.forgetDirs()
 	return done(unix.Mkdirat(w.dir, w.name, c.mode(mode)))
 }
@@ -30,6 +30,6 @@ func mknodAt(c *creator, rq request, w where, mode, dev uint64) verdict {
 	if r := c.git.dirRule(w, kind); r != "" {
 		return refused(r, w.real)
 	}
-	unix.Umask(c.umasks.of(rq.pid))
+	c.setUmask(rq.pid)
 	return done(unix.Mknodat(w.dir, w.name, uint32(mode)&unix.S_IFMT|c.mode(mode), int(dev)))
 }

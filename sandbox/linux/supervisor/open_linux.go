@@ -28,7 +28,7 @@ func openTmpfile(c *creator, rq request, dirfd int32, name string, flags, mode u
 		return failed(e)
 	}
 	defer d.close()
-	unix.Umask(c.umasks.of(rq.pid))
+	c.setUmask(rq.pid)
 	nfd, err := unix.Openat(d.dir, ".", int(flags)|unix.O_NOCTTY|unix.O_CLOEXEC, c.mode(mode))
 	return send(rq, nfd, err, flags)
 }
@@ -47,10 +47,12 @@ func openByName(c *creator, rq request, w *where, a callArgs) verdict {
 	if obj < 0 && policy.Within(w.real, "/proc") && !procOwn(rq.pid, w.real) {
 		return failed(unix.EACCES) // see procOwn
 	}
-	if obj < 0 {
+	// An O_EXCL create or an O_TMPFILE open never opens what is there
+	// (the kernel fails or makes an anonymous file): no need to look.
+	exclusive := a.op != "truncate" && (a.flags&unix.O_TMPFILE == unix.O_TMPFILE || a.flags&unix.O_CREAT != 0 && a.flags&unix.O_EXCL != 0)
+	if obj < 0 && !exclusive {
 		var st unix.Stat_t
-		if unix.Fstatat(w.dir, w.name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT != unix.S_IFLNK &&
-			(a.op == "truncate" || a.flags&unix.O_TMPFILE != unix.O_TMPFILE && !(a.flags&unix.O_CREAT != 0 && a.flags&unix.O_EXCL != 0)) {
+		if unix.Fstatat(w.dir, w.name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT != unix.S_IFLNK {
 			if a.op == "open" && st.Mode&unix.S_IFMT == unix.S_IFREG {
 				// The common case, a file: no name can change
 				// meanwhile (every creation is made on this
@@ -91,7 +93,7 @@ func createFile(c *creator, rq request, w where, flags, mode uint64) verdict {
 			return refused(r, w.real)
 		}
 	}
-	unix.Umask(c.umasks.of(rq.pid))
+	c.setUmask(rq.pid)
 	// A lock file that did not exist is the sandbox's own, never one the
 	// host's git holds (lockSet.note).
 	var st unix.Stat_t

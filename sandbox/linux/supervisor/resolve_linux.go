@@ -22,10 +22,14 @@ type where struct {
 	name     string
 	real     string
 	trailing bool // the caller wrote a trailing slash
+	// cached: dir is the resolver's cached descriptor, not the
+	// where's own; close leaves it open (resolver.forgetDirs closes it
+	// once the call is answered).
+	cached bool
 }
 
 func (w where) close() {
-	if w.dir >= 0 {
+	if w.dir >= 0 && !w.cached {
 		unix.Close(w.dir)
 	}
 }
@@ -43,9 +47,14 @@ type resolver struct {
 	// (the directory's real path is the path itself). Every name the
 	// sandbox creates is created here, so the cache is emptied whenever a
 	// path could come to lead elsewhere: after each rename, mkdir and
-	// symlink. A cached directory that is removed meanwhile stays
-	// removed: creating in it fails with ENOENT, as it would.
+	// symlink and each rename that moved a directory. A cached directory
+	// that is removed meanwhile stays removed: creating in it fails with
+	// ENOENT, as it would. Lookups hand out the cached descriptor itself
+	// (where.cached), so a forgotten one is closed only by release, once
+	// the call that used it is answered.
 	dirs map[string]cachedDir
+	// retired are the forgotten descriptors release closes.
+	retired []int
 }
 
 type cachedDir struct {
@@ -55,16 +64,27 @@ type cachedDir struct {
 
 func newResolver() *resolver { return &resolver{root: -1, dirs: map[string]cachedDir{}} }
 
-// forgetDirs empties the directory cache.
+// forgetDirs empties the directory cache; its descriptors stay open
+// until release.
 func (c *resolver) forgetDirs() {
 	for _, d := range c.dirs {
-		unix.Close(d.fd)
+		c.retired = append(c.retired, d.fd)
 	}
 	clear(c.dirs)
 }
 
+// release closes the descriptors forgetDirs retired. Called once no
+// where of the call being answered is in use.
+func (c *resolver) release() {
+	for _, fd := range c.retired {
+		unix.Close(fd)
+	}
+	c.retired = c.retired[:0]
+}
+
 func (c *resolver) close() {
 	c.forgetDirs()
+	c.release()
 	if c.root >= 0 {
 		unix.Close(c.root)
 		c.root = -1
@@ -142,11 +162,7 @@ func (c *resolver) resolveIn(pid, root int, full string) (where, unix.Errno) {
 		return w, unix.EEXIST
 	}
 	if d, ok := c.dirs[dir]; ok {
-		fd, err := unix.FcntlInt(uintptr(d.fd), unix.F_DUPFD_CLOEXEC, 0)
-		if err != nil {
-			return w, errnoOf(err)
-		}
-		w.dir, w.name, w.real = fd, name, path.Join(d.real, name)
+		w.dir, w.name, w.real, w.cached = d.fd, name, path.Join(d.real, name), true
 		return w, 0
 	}
 	fd, err := openInRoot(root, dir)
@@ -167,9 +183,8 @@ func (c *resolver) resolveIn(pid, root int, full string) (where, unix.Errno) {
 		if len(c.dirs) >= 1024 {
 			c.forgetDirs()
 		}
-		if keep, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0); err == nil {
-			c.dirs[dir] = cachedDir{fd: keep, real: real}
-		}
+		c.dirs[dir] = cachedDir{fd: fd, real: real}
+		w.cached = true
 	}
 	w.dir, w.name, w.real = fd, name, path.Join(real, name)
 	return w, 0

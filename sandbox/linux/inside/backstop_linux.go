@@ -1,0 +1,53 @@
+package inside
+
+// This file runs in the sandbox's PID 1 and in the Landlock stage: the
+// Landlock backstop of the creation-time name rules
+// (seccomp.Options.EmulateCreates).
+
+import (
+	"github.com/landlock-lsm/go-landlock/landlock"
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"github.com/srt-go/srt/seccomp"
+)
+
+// backstopAccess returns the Landlock rights the backstop takes away from
+// the sandbox under the options of the filter installed: every right to
+// make a name (LANDLOCK_ACCESS_FS_MAKE_*) and REFER (a link or rename
+// into another directory), granted nowhere. With the creation-time rules
+// srt's supervisor performs every call that makes a name, from outside
+// the sandbox and its Landlock domain, so the command needs none of
+// them; a creating call the filter does not notify (one missing from
+// seccomp's table, a system call newer than it, io_uring's) then fails
+// with EACCES instead of creating a name no rule looked at. MAKE_SOCK is
+// left out where unix sockets are allowed (bind(2) of one is not
+// notified then and makes its name itself); elsewhere an AF_UNIX bind is
+// refused anyway. Empty when the rules are off: the command makes its
+// own names then.
+func backstopAccess(installed seccomp.Options) landlock.AccessFSSet {
+	if !installed.EmulateCreates || !installed.Notify {
+		return 0
+	}
+	s := landlock.AccessFSSet(llsys.AccessFSMakeChar | llsys.AccessFSMakeDir | llsys.AccessFSMakeReg |
+		llsys.AccessFSMakeFifo | llsys.AccessFSMakeBlock | llsys.AccessFSMakeSym | llsys.AccessFSRefer)
+	if !installed.AllowUnixSockets {
+		s |= landlock.AccessFSSet(llsys.AccessFSMakeSock)
+	}
+	return s
+}
+
+// applyBackstop restricts every thread of the calling process (PID 1 or
+// the Landlock stage), and so the command and all it starts, with the backstop for installed (backstopAccess). It
+// does nothing where Landlock is not available (the supervisor is the
+// rule, this is defence in depth; `srt --check` says which) and drops
+// REFER on ABI 1, which lacks it (there every rename or link into
+// another directory fails anyway).
+func applyBackstop(installed seccomp.Options) error {
+	access := backstopAccess(installed)
+	if access == 0 {
+		return nil
+	}
+	if abi, err := llsys.LandlockGetABIVersion(); err != nil || abi < 1 {
+		return nil
+	}
+	return landlock.Config{HandledAccessFS: access}.BestEffort().RestrictPaths()
+}
