@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# bench/tree.sh: how srt's start-up grows with the size of the working
+# tree when the settings hold deny globs (issue 19: start-up flat in tree
+# size). Times `srt -s S true` in a 100,000-file tree (1,000 directories of
+# 100 files, a few .env and .pem files among them) and in a 100-file tree,
+# for three settings, and prints each big/small ratio of the medians.
+#
+#   bench/tree.sh                      # the repository's srt
+#   A=/tmp/base/srt bench/tree.sh      # also a second binary, same run
+#
+# Environment:
+#   SRT    use this srt binary instead of building one (B in the table)
+#   A      a second srt binary (e.g. built from i19-base) timed alongside
+#   RUNS   hyperfine runs per command (default 20); WARMUP (default 3)
+#   DIR    where the trees are made (default /tmp)
+set -euo pipefail
+export LC_ALL=C
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=bench/lib.sh
+source "$here/lib.sh"
+bench_setup tree
+RUNS=${RUNS:-20}
+WARMUP=${WARMUP:-3}
+
+# mktree DIR NDIRS NFILES: NDIRS directories of NFILES empty files, with a
+# .env in every 100th directory and a key.pem in every 250th.
+mktree() {
+	local root=$1 nd=$2 nf=$3 d i
+	mkdir -p "$root"
+	for ((d = 0; d < nd; d++)); do
+		mkdir -p "$root/d$d"
+		(cd "$root/d$d" && eval "touch f{0..$((nf - 1))}")
+		((d % 100 == 0)) && touch "$root/d$d/.env"
+		((d % 250 == 0)) && touch "$root/d$d/key.pem"
+	done
+	touch "$root/.env"
+}
+mktree "$work/big" 1000 100
+mktree "$work/small" 10 10
+
+declare -A settings=(
+	[denywrite-readonly]='{"filesystem":{"denyWrite":["**/.env"]}}'
+	[denywrite-writable]='{"filesystem":{"allowWrite":["."],"denyWrite":["**/.env"]}}'
+	[denyread]='{"filesystem":{"denyRead":["**/*.pem"]}}'
+)
+for k in "${!settings[@]}"; do printf '%s\n' "${settings[$k]}" >"$work/$k.json"; done
+
+bins=(B)
+B=$srt
+[[ -n ${A:-} ]] && bins=(A B)
+printf '%-20s %-3s %10s %10s %7s\n' settings bin big_ms small_ms ratio
+for k in denywrite-readonly denywrite-writable denyread; do
+	cmds=()
+	for b in "${bins[@]}"; do
+		for t in big small; do
+			cmds+=(-n "$b-$t" "cd $work/$t && ${!b} -s $work/$k.json true")
+		done
+	done
+	hyperfine -w "$WARMUP" -r "$RUNS" --export-json "$work/$k.out.json" "${cmds[@]}" >/dev/null
+	python3 - "$work/$k.out.json" "$k" <<'PY'
+import json, sys
+r = {x["command"]: x["median"] * 1000 for x in json.load(open(sys.argv[1]))["results"]}
+for b in sorted({c.split("-")[0] for c in r}):
+    big, small = r[b + "-big"], r[b + "-small"]
+    print(f"{sys.argv[2]:<20} {b:<3} {big:10.1f} {small:10.1f} {big / small:7.2f}")
+PY
+done
