@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/srt-go/srt/policy/dirindex"
 )
 
 // The mandatory write-denies (seed 003, "Chemins de refus obligatoires").
@@ -39,6 +41,34 @@ var (
 		// units). Found by an adversarial review with allowWrite ["~"].
 		".ssh", ".config/git", ".config/fish", ".config/autostart", ".config/systemd"}
 )
+
+// RuleDirIndex is the Rule of the read- and write-deny of srt's directory
+// index (policy/dirindex): it holds names read from directories the
+// sandbox may not list, and what the next run trusts.
+const RuleDirIndex = "mandatory: srt's directory index"
+
+// indexDenies are the mandatory denies of the directory index: the
+// directory of the index file in use (Env.DirIndex) and the default one,
+// present or not.
+func indexDenies(inUse string) []Path {
+	var out []Path
+	for _, d := range slices.Compact([]string{dirindex.DefaultDir(), indexDir(inUse)}) {
+		if d != "" {
+			p := makePath(d, OriginMandatory, RuleDirIndex)
+			p.IsDir = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// indexDir is the directory of index file path, or "".
+func indexDir(path string) string {
+	if path == "" {
+		return ""
+	}
+	return filepath.Dir(filepath.Clean(path))
+}
 
 // MandatoryNames returns the mandatory write-deny names, files first, then
 // directories, then the git paths, for documentation and other backends.
@@ -81,7 +111,10 @@ func MandatoryGlobs(allowGitConfig bool) []string {
 // directory that cannot be listed is protected whole (another user's) or
 // refuses the run (the user's own: unlistable). refs are what the
 // system and global git configuration name (readGitConfig).
-func mandatoryDenies(roots []walkRoot, depth int, allowGitConfig bool, home string, refs gitRefs) ([]Path, error) {
+//
+// ix, when not nil, holds what earlier runs' walks took from each
+// directory (mandatoryListing); a directory unchanged since is not read.
+func mandatoryDenies(roots []walkRoot, depth int, allowGitConfig bool, home string, refs gitRefs, ix *dirindex.Index) ([]Path, error) {
 	var out []Path
 	seen := map[string]bool{}
 	global := refs.hooks
@@ -96,7 +129,8 @@ func mandatoryDenies(roots []walkRoot, depth int, allowGitConfig bool, home stri
 			continue
 		}
 		seen[root.path] = true
-		w := walker{depth: depth, allowGitConfig: allowGitConfig, seen: seen, missingAtTop: root.missingAtTop, home: home, globalHooks: global}
+		w := walker{depth: depth, allowGitConfig: allowGitConfig, seen: seen, missingAtTop: root.missingAtTop, home: home, globalHooks: global,
+			idx: ix.Walk(walkFormat + "\x00" + buildID() + "\x00mandatory"), fsTypes: map[uint64]int64{}}
 		w.dir(root.path, 0)
 		if w.err != nil {
 			return nil, w.err
@@ -125,6 +159,9 @@ type walker struct {
 	// core.hooksPath values of the system and global git configuration.
 	home        string
 	globalHooks []string
+	// idx and fsTypes are the directory index's (mandatoryListing).
+	idx     *dirindex.Walk
+	fsTypes map[uint64]int64
 }
 
 // gitRefDenies protects the files git configuration includes (git reads
@@ -160,7 +197,7 @@ func (w *walker) add(path, name string) {
 // listing is missing, and its Path is made without a look at the disk
 // (dir is a resolved path: the walk starts at resolved roots and follows
 // no link).
-func (w *walker) addIn(dir string, names map[string]os.DirEntry, rel string) {
+func (w *walker) addIn(dir string, names map[string]dirindex.Enter, rel string) {
 	first, _, _ := strings.Cut(rel, "/")
 	if _, ok := names[first]; ok {
 		w.add(filepath.Join(dir, rel), rel)
@@ -171,7 +208,7 @@ func (w *walker) addIn(dir string, names map[string]os.DirEntry, rel string) {
 }
 
 func (w *walker) dir(dir string, level int) {
-	ents, err := os.ReadDir(dir)
+	ents, err := w.list(dir)
 	if err != nil {
 		if level > 0 {
 			if u := unlistable(dir, err); u != nil {
@@ -191,9 +228,9 @@ func (w *walker) dir(dir string, level int) {
 		w.err = fmt.Errorf("write root %s cannot be listed (%w), so the protected names in it (.git/hooks, .bashrc, ...) cannot be found; restore its read permission (chmod u+r): %w", dir, err, ErrUnenforceable)
 		return
 	}
-	names := make(map[string]os.DirEntry, len(ents))
+	names := make(map[string]dirindex.Enter, len(ents))
 	for _, e := range ents {
-		names[e.Name()] = e
+		names[e.Name] = e.Kind
 	}
 	for _, f := range mandatoryFiles {
 		// A nested name (.hg/hgrc) is protected, present or not, wherever
@@ -240,10 +277,10 @@ func (w *walker) dir(dir string, level int) {
 		return
 	}
 	for _, e := range ents {
-		if !e.IsDir() || e.Name() == "node_modules" || e.Name() == ".git" {
+		if e.Kind != dirindex.EnterDir || e.Name == "node_modules" || e.Name == ".git" {
 			continue
 		}
-		sub := filepath.Join(dir, e.Name())
+		sub := filepath.Join(dir, e.Name)
 		if w.seen[sub] {
 			continue
 		}
@@ -255,10 +292,10 @@ func (w *walker) dir(dir string, level int) {
 // file (a worktree or submodule) is protected itself, since rewriting it
 // would point git at another directory, and so are the hooks and
 // configuration of the directory it names.
-func (w *walker) gitDir(dir string, g os.DirEntry) {
+func (w *walker) gitDir(dir string, g dirindex.Enter) {
 	gitPath := filepath.Join(dir, ".git")
 	gitdirs := []string{gitPath}
-	if !g.IsDir() {
+	if g != dirindex.EnterDir {
 		w.add(gitPath, ".git")
 		gitdirs = gitdirs[:0]
 		if target := readGitFile(gitPath); target != "" {
@@ -301,7 +338,7 @@ func (w *walker) protectGitDir(gd, top string) {
 
 // isGitDirEntries reports whether a directory listing holds what makes
 // git take the directory for a git directory.
-func isGitDirEntries(names map[string]os.DirEntry) bool {
+func isGitDirEntries(names map[string]dirindex.Enter) bool {
 	for _, e := range []string{"HEAD", "objects", "refs"} {
 		if _, ok := names[e]; !ok {
 			return false
