@@ -295,3 +295,11 @@ func (w *walker) list(dir string) ([]dirindex.Entry, error) {
 	w.idx.Store(dir, st, res)
 	return res.Entries, nil
 }
+
+// indexDir is the directory of index file path, or "".
+func indexDir(path string) string {
+	if path == "" {
+		return ""
+	}
+	return filepath.Dir(filepath.Clean(path))
+}

@@ -47,27 +47,30 @@ var (
 // sandbox may not list, and what the next run trusts.
 const RuleDirIndex = "mandatory: srt's directory index"
 
-// indexDenies are the mandatory denies of the directory index: the
-// directory of the index file in use (Env.DirIndex) and the default one,
-// present or not.
-func indexDenies(inUse string) []Path {
-	var out []Path
-	for _, d := range slices.Compact([]string{dirindex.DefaultDir(), indexDir(inUse)}) {
-		if d != "" {
-			p := makePath(d, OriginMandatory, RuleDirIndex)
-			p.IsDir = true
-			out = append(out, p)
+// indexDenies returns the mandatory denies of the directory index: the
+// directory of the index file in use (Env.DirIndex) and the default one
+// (dirindex.DefaultDir), present or not; and inUse, or "" when its
+// directory is reached through a link the sandbox or another user could
+// have made (the guard's judgement): such an index is not used, and a
+// deny spelled through that link would refuse the run instead of
+// protecting anything of srt's.
+func indexDenies(g *linkGuard, inUse string) (denies []Path, index string) {
+	index = inUse
+	for _, d := range slices.Compact([]string{indexDir(inUse), dirindex.DefaultDir()}) {
+		if d == "" {
+			continue
 		}
+		if _, err := g.resolve(d); err != nil {
+			if d == indexDir(inUse) {
+				index = ""
+			}
+			continue
+		}
+		p := makePath(d, OriginMandatory, RuleDirIndex)
+		p.IsDir = true
+		denies = append(denies, p)
 	}
-	return out
-}
-
-// indexDir is the directory of index file path, or "".
-func indexDir(path string) string {
-	if path == "" {
-		return ""
-	}
-	return filepath.Dir(filepath.Clean(path))
+	return denies, index
 }
 
 // MandatoryNames returns the mandatory write-deny names, files first, then

@@ -331,9 +331,10 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 		return nil, err
 	}
 	p.guard = guard
-	r.index = dirindex.Open(indexUsable(env.DirIndex, guard.roots))
+	idxDenies, idxPath := indexDenies(guard, env.DirIndex)
+	r.index = dirindex.Open(indexUsable(idxPath, guard.roots))
 	p.DenyRead = r.entries("filesystem.denyRead", fs.DenyRead, walkDenyRead)
-	p.DenyRead = append(p.DenyRead, indexDenies(env.DirIndex)...)
+	p.DenyRead = append(p.DenyRead, idxDenies...)
 	for _, d := range hostSecrets(env.Home) {
 		p.DenyRead = append(p.DenyRead, makePath(d, OriginMandatory, "mandatory: srtd's token"))
 	}
@@ -353,7 +354,7 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 	p.DenyRead = append(p.DenyRead, cr.readDenies()...)
 	p.AllowRead = dropMandatoryCarveOuts(r.entries("filesystem.allowRead", fs.AllowRead, walkNoFollow), p.DenyRead)
 	p.DenyWrite = r.entries("filesystem.denyWrite", fs.DenyWrite, walkDenyWrite)
-	p.DenyWrite = append(p.DenyWrite, indexDenies(env.DirIndex)...)
+	p.DenyWrite = append(p.DenyWrite, idxDenies...)
 	if t := p.Network.TLS; t != nil {
 		for _, f := range t.TrustFiles {
 			p.DenyWrite = append(p.DenyWrite, makePath(f, OriginMandatory, "mandatory: network.tlsTerminate's CA files"))
@@ -424,6 +425,8 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 	p.DenyWrite = append(p.DenyWrite, md...)
 	if err := r.index.Save(); err != nil {
 		p.Notes = append(p.Notes, indexNote(err))
+	} else if hits, kept := r.index.Stats(); kept > 0 || hits > 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("directory index: %d directories reused, %d kept", hits, kept))
 	}
 	// Files host programs trust at fixed places (the home directory, PATH,
 	// the settings file): those a write root reaches. PATH directories

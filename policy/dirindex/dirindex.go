@@ -117,8 +117,12 @@ type Index struct {
 // else can write, reached through no symbolic link (openat2
 // RESOLVE_NO_SYMLINKS on Linux), at most MaxSize bytes, of this format;
 // else the index starts empty.
-func Open(path string) *Index {
-	ix := &Index{path: path, old: map[string]*stored{}, walks: map[string]*Walk{}, now: time.Now}
+func Open(path string) *Index { return OpenWithClock(path, time.Now) }
+
+// OpenWithClock is Open with now in place of time.Now for the racily
+// clean check (Walk.Store), for tests that cannot wait RacyWindow.
+func OpenWithClock(path string, now func() time.Time) *Index {
+	ix := &Index{path: path, old: map[string]*stored{}, walks: map[string]*Walk{}, now: now}
 	if path == "" {
 		return ix
 	}
@@ -171,6 +175,18 @@ type Walk struct {
 	old, fresh map[string]record
 	// stored says Store recorded something: the file needs writing.
 	stored bool
+	// hits counts the Lookups that found a result.
+	hits int
+}
+
+// Stats returns how many directories the walk took from the index (hits)
+// and how many it holds for the next run (kept), for debug output and
+// tests. Zero for a nil Walk.
+func (w *Walk) Stats() (hits, kept int) {
+	if w == nil {
+		return 0, 0
+	}
+	return w.hits, len(w.fresh)
 }
 
 // changed reports whether the walk's directories differ from the file's.
@@ -188,6 +204,7 @@ func (w *Walk) Lookup(dir string, st Stat) (r Result, ok bool) {
 		return Result{}, false
 	}
 	w.fresh[dir] = rec
+	w.hits++
 	return rec.Result, true
 }
 
@@ -203,6 +220,18 @@ func (w *Walk) Store(dir string, st Stat, r Result) {
 	}
 	w.fresh[dir] = record{Stat: st, Result: Result{Entries: slices.Clip(r.Entries)}}
 	w.stored = true
+}
+
+// Stats sums Walk.Stats over the walks of this run.
+func (ix *Index) Stats() (hits, kept int) {
+	if ix == nil {
+		return 0, 0
+	}
+	for _, w := range ix.walks {
+		h, k := w.Stats()
+		hits, kept = hits+h, kept+k
+	}
+	return hits, kept
 }
 
 // Save writes the index back: each walk of this run holds exactly the
