@@ -3,7 +3,8 @@
 # tree when the settings hold deny globs (issue 19: start-up flat in tree
 # size). Times `srt -s S true` in a 100,000-file tree (1,000 directories of
 # 100 files, a few .env and .pem files among them) and in a 100-file tree,
-# for three settings, and prints each big/small ratio of the medians.
+# for three settings, and prints each big/small ratio of the medians of
+# the wall time of the whole srt run.
 #
 #   bench/tree.sh                      # the repository's srt
 #   A=/tmp/base/srt bench/tree.sh      # also a second binary, same run
@@ -11,7 +12,9 @@
 # Environment:
 #   SRT    use this srt binary instead of building one (B in the table)
 #   A      a second srt binary (e.g. built from i19-base) timed alongside
-#   RUNS   hyperfine runs per command (default 20); WARMUP (default 3)
+#   RUNS   rounds (default 20; each round runs every command once, in
+#          turn, so that the machine's noise falls on all alike); WARMUP
+#          rounds not counted (default 3)
 #   DIR    where the trees are made (default /tmp)
 set -euo pipefail
 export LC_ALL=C
@@ -48,20 +51,28 @@ for k in "${!settings[@]}"; do printf '%s\n' "${settings[$k]}" >"$work/$k.json";
 bins=(B)
 B=$srt
 [[ -n ${A:-} ]] && bins=(A B)
-printf '%-20s %-3s %10s %10s %7s\n' settings bin big_ms small_ms ratio
-for k in denywrite-readonly denywrite-writable denyread; do
-	cmds=()
-	for b in "${bins[@]}"; do
-		for t in big small; do
-			cmds+=(-n "$b-$t" "cd $work/$t && ${!b} -s $work/$k.json true")
+# Every command once per round, rounds repeated: the machine's noise falls
+# on all alike (as bench/ab.sh). Wall time of the whole srt run, in µs.
+times=$work/times
+mkdir -p "$times"
+for ((r = 0; r < WARMUP + RUNS; r++)); do
+	for k in denywrite-readonly denywrite-writable denyread; do
+		for b in "${bins[@]}"; do
+			for t in big small; do
+				s=$(date +%s%N)
+				(cd "$work/$t" && "${!b}" -s "$work/$k.json" true) >/dev/null 2>&1 || { echo "tree.sh: $b -s $k.json true failed in $t" >&2; exit 1; }
+				e=$(date +%s%N)
+				((r >= WARMUP)) && echo $(((e - s) / 1000)) >>"$times/$k-$b-$t"
+			done
 		done
 	done
-	hyperfine -w "$WARMUP" -r "$RUNS" --export-json "$work/$k.out.json" "${cmds[@]}" >/dev/null
-	python3 - "$work/$k.out.json" "$k" <<'PY'
-import json, sys
-r = {x["command"]: x["median"] * 1000 for x in json.load(open(sys.argv[1]))["results"]}
-for b in sorted({c.split("-")[0] for c in r}):
-    big, small = r[b + "-big"], r[b + "-small"]
-    print(f"{sys.argv[2]:<20} {b:<3} {big:10.1f} {small:10.1f} {big / small:7.2f}")
-PY
+done
+median() { sort -n "$1" | awk '{a[NR]=$1} END {printf "%.1f", a[int((NR+1)/2)]/1000}'; }
+printf '%-20s %-3s %10s %10s %7s\n' settings bin big_ms small_ms big/small
+for k in denywrite-readonly denywrite-writable denyread; do
+	for b in "${bins[@]}"; do
+		big=$(median "$times/$k-$b-big")
+		small=$(median "$times/$k-$b-small")
+		awk -v k="$k" -v b="$b" -v big="$big" -v small="$small" 'BEGIN {printf "%-20s %-3s %10s %10s %7.2f\n", k, b, big, small, big/small}'
+	done
 done

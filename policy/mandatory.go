@@ -133,7 +133,7 @@ func mandatoryDenies(roots []walkRoot, depth int, allowGitConfig bool, home stri
 		}
 		seen[root.path] = true
 		w := walker{depth: depth, allowGitConfig: allowGitConfig, seen: seen, missingAtTop: root.missingAtTop, home: home, globalHooks: global,
-			idx: ix.Walk(walkFormat + "\x00" + buildID() + "\x00mandatory"), fsTypes: map[uint64]int64{}}
+			idx: ix.Walk(walkFormat + "\x00" + buildID() + "\x00mandatory\x00" + root.path), fsTypes: map[uint64]int64{}}
 		w.dir(root.path, 0)
 		if w.err != nil {
 			return nil, w.err

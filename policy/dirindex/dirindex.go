@@ -17,6 +17,7 @@ package dirindex
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/gob"
 	"errors"
 	"fmt"
@@ -90,23 +91,31 @@ type record struct {
 // stored is one walk's directories, by the path the walk reached each at.
 type stored struct {
 	// Used is when a run last used the walk (Unix nanoseconds), to drop
-	// the oldest walks first when the file grows past MaxSize.
+	// the oldest walks first (MaxWalks, MaxSize).
 	Used int64
-	Dirs map[string]record
+	// Dirs is the gob encoding of the walk's map[string]record, decoded
+	// only when a run makes that walk.
+	Dirs []byte
 }
 
 type fileData struct {
 	Version int
-	Walks   map[string]*stored
+	Walks   map[string]stored
 }
+
+// MaxWalks bounds how many walks the file keeps (other settings' and
+// other trees' walks, most recently used first).
+const MaxWalks = 64
 
 // Index is the set of stored walks of one index file. The zero value and
 // nil are a disabled index: every Lookup misses and Save does nothing.
 // An Index is not safe for concurrent use.
 type Index struct {
-	path  string
-	old   map[string]*stored
-	walks map[string]*Walk
+	path string
+	// loaded says the file was read (on the first Walk).
+	loaded bool
+	old    map[string]stored
+	walks  map[string]*Walk
 	// now is time.Now, replaceable by tests.
 	now func() time.Time
 }
@@ -122,32 +131,36 @@ func Open(path string) *Index { return OpenWithClock(path, time.Now) }
 // OpenWithClock is Open with now in place of time.Now for the racily
 // clean check (Walk.Store), for tests that cannot wait RacyWindow.
 func OpenWithClock(path string, now func() time.Time) *Index {
-	ix := &Index{path: path, old: map[string]*stored{}, walks: map[string]*Walk{}, now: now}
-	if path == "" {
-		return ix
+	return &Index{path: path, old: map[string]stored{}, walks: map[string]*Walk{}, now: now}
+}
+
+// load reads the file, once; what cannot be trusted or decoded is left
+// out (see Open).
+func (ix *Index) load() {
+	if ix.loaded {
+		return
 	}
-	if !privateDir(filepath.Dir(path)) {
-		return ix
+	ix.loaded = true
+	if !privateDir(filepath.Dir(ix.path)) {
+		return
 	}
-	f, err := openPrivate(path)
+	f, err := openPrivate(ix.path)
 	if err != nil {
-		return ix
+		return
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
 	if err != nil || len(b) > MaxSize || !bytes.HasPrefix(b, []byte(magic)) {
-		return ix
+		return
 	}
 	var d fileData
 	if gob.NewDecoder(bytes.NewReader(b[len(magic):])).Decode(&d) != nil || d.Version != formatVersion {
-		return ix
+		return
 	}
-	for k, w := range d.Walks {
-		if w != nil && w.Dirs != nil {
-			ix.old[k] = w
-		}
+	ix.old = d.Walks
+	if ix.old == nil {
+		ix.old = map[string]stored{}
 	}
-	return ix
 }
 
 // Walk returns the stored results of the walk named key (the caller's
@@ -161,9 +174,10 @@ func (ix *Index) Walk(key string) *Walk {
 	if w := ix.walks[key]; w != nil {
 		return w
 	}
+	ix.load()
 	w := &Walk{ix: ix, fresh: map[string]record{}}
-	if s := ix.old[key]; s != nil {
-		w.old = s.Dirs
+	if s, ok := ix.old[key]; ok && gob.NewDecoder(bytes.NewReader(s.Dirs)).Decode(&w.old) != nil {
+		w.old = nil // corrupt: every Lookup misses
 	}
 	ix.walks[key] = w
 	return w
@@ -252,32 +266,39 @@ func (ix *Index) Save() error {
 	if !privateDir(dir) {
 		return fmt.Errorf("index directory %s: %w", dir, errNotPrivate)
 	}
-	d := fileData{Version: formatVersion, Walks: map[string]*stored{}}
+	d := fileData{Version: formatVersion, Walks: map[string]stored{}}
 	now := ix.now().UnixNano()
+	size := 0
 	for k, w := range ix.walks {
-		d.Walks[k] = &stored{Used: now, Dirs: w.fresh}
+		s := stored{Used: now, Dirs: ix.old[k].Dirs}
+		if w.changed() || s.Dirs == nil {
+			var buf bytes.Buffer
+			if err := gob.NewEncoder(&buf).Encode(w.fresh); err != nil {
+				return fmt.Errorf("encode index: %w", err)
+			}
+			s.Dirs = buf.Bytes()
+		}
+		d.Walks[k] = s
+		size += len(k) + len(s.Dirs)
 	}
-	// Other walks (other settings' patterns), newest first, while they fit.
+	// Other walks (other settings' patterns, other trees), the most
+	// recently used first, while they fit.
 	others := make([]string, 0, len(ix.old))
 	for k := range ix.old {
 		if ix.walks[k] == nil {
 			others = append(others, k)
 		}
 	}
-	slices.SortFunc(others, func(a, b string) int { return int(ix.old[b].Used>>30 - ix.old[a].Used>>30) })
-	b, err := encode(d)
+	slices.SortFunc(others, func(a, b string) int { return cmp.Compare(ix.old[b].Used, ix.old[a].Used) })
 	for _, k := range others {
-		if err != nil {
+		n := len(k) + len(ix.old[k].Dirs)
+		if len(d.Walks) >= MaxWalks || size+n > MaxSize-1<<20 {
 			break
 		}
 		d.Walks[k] = ix.old[k]
-		nb, nerr := encode(d)
-		if nerr != nil || len(nb) > MaxSize {
-			delete(d.Walks, k)
-			break
-		}
-		b = nb
+		size += n
 	}
+	b, err := encode(d)
 	if err != nil {
 		return err
 	}

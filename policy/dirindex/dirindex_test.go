@@ -1,6 +1,9 @@
 package dirindex
 
 import (
+	"bytes"
+	"encoding/gob"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -113,7 +116,11 @@ func TestIgnored(t *testing.T) {
 			}
 		},
 		"other version": func(t *testing.T, path string) {
-			b, err := encode(fileData{Version: formatVersion + 1, Walks: map[string]*stored{"k": {Dirs: map[string]record{"/d": {Stat: stat1, Result: result}}}}})
+			var dirs bytes.Buffer
+			if err := gob.NewEncoder(&dirs).Encode(map[string]record{"/d": {Stat: stat1, Result: result}}); err != nil {
+				t.Fatal(err)
+			}
+			b, err := encode(fileData{Version: formatVersion + 1, Walks: map[string]stored{"k": {Dirs: dirs.Bytes()}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -227,5 +234,31 @@ func TestStatDir(t *testing.T) {
 	}
 	if _, _, err := OpenDir(f, nil); err == nil {
 		t.Error("OpenDir of a file succeeded")
+	}
+}
+
+// TestMaxWalks checks that the file keeps at most MaxWalks walks, the
+// most recently used.
+func TestMaxWalks(t *testing.T) {
+	path := privateIndex(t)
+	saved(t, path)
+	for i := range MaxWalks + 3 {
+		tick := now.Add(time.Duration(i+1) * time.Minute)
+		ix := OpenWithClock(path, clock(tick))
+		ix.Walk(fmt.Sprint("walk", i)).Store("/d", stat1, result)
+		if err := ix.Save(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ix := OpenWithClock(path, clock(now))
+	ix.load()
+	if len(ix.old) != MaxWalks {
+		t.Errorf("%d walks kept, want %d", len(ix.old), MaxWalks)
+	}
+	if hit(path, stat1) {
+		t.Error("the least recently used walk was kept")
+	}
+	if _, ok := OpenWithClock(path, clock(now)).Walk(fmt.Sprint("walk", MaxWalks+2)).Lookup("/d", stat1); !ok {
+		t.Error("the most recent walk was dropped")
 	}
 }
