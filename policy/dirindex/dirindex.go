@@ -41,7 +41,7 @@ const RacyWindow = 2 * time.Second
 // magic starts an index file; formatVersion is the layout of what follows.
 const (
 	magic         = "srt-go dirindex\n"
-	formatVersion = 1
+	formatVersion = 2
 )
 
 // Stat is what identifies a directory's state: its device and inode,
