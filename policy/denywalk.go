@@ -70,7 +70,10 @@ func expandDeny(pattern string, writeRoots []Path, ix *dirindex.Index, onErr fun
 			}
 		}
 	}
-	w.idx = ix.Walk(walkFormat + "\x00" + buildID() + "\x00" + mode + "\x00" + pattern)
+	// The key names what each directory's result depends on (the
+	// pattern, the build) and what the walk visits (its scope): a walk of
+	// the same pattern with other write roots keeps its own directories.
+	w.idx = ix.Walk(walkFormat + "\x00" + buildID() + "\x00" + mode + "\x00" + pattern + "\x00" + strings.Join(w.scope, "\x00"))
 	for _, s := range w.starts(base, writeRoots) {
 		if s.rel != nil {
 			if ok, _ := doublestar.Match(pat, strings.Join(s.rel, "/")); ok {
