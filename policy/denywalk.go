@@ -31,12 +31,13 @@ type denyWalk struct {
 	// followed only to a directory inside one (a match elsewhere is not
 	// writable, so needs no mount). nil for a read-deny: reads are
 	// possible everywhere.
-	scope   []string
-	idx     *dirindex.Walk
-	fsTypes map[uint64]int64
-	seen    map[[2]uint64]bool
-	onErr   func(dir string, err error)
-	out     []string
+	scope []string
+	// ix is the run's index (nil: none), idx this walk's stored results.
+	ix    *dirindex.Index
+	idx   *dirindex.Walk
+	seen  map[[2]uint64]bool
+	onErr func(dir string, err error)
+	out   []string
 }
 
 // expandDeny returns the existing paths matching an absolute deny
@@ -59,7 +60,7 @@ func expandDeny(pattern string, writeRoots []Path, ix *dirindex.Index, onErr fun
 	base, pat := doublestar.SplitPattern(filepath.Clean(pattern))
 	base = unescapeGlob(base)
 	w := &denyWalk{pat: pat, segs: strings.Split(pat, "/"), prune: !strings.Contains(pat, "{"),
-		fsTypes: map[uint64]int64{}, seen: map[[2]uint64]bool{}, onErr: onErr}
+		ix: ix, seen: map[[2]uint64]bool{}, onErr: onErr}
 	mode := "read"
 	if writeRoots != nil {
 		mode = "write"
@@ -140,7 +141,7 @@ func (w *denyWalk) inScope(path string) bool {
 }
 
 func (w *denyWalk) walk(dir string, rel []string) {
-	st, err := dirindex.StatDir(dir, w.fsTypes)
+	st, err := w.ix.StatDir(dir)
 	if err != nil {
 		return // gone, not a directory, or not searchable: nothing to read
 	}
@@ -159,7 +160,7 @@ func (w *denyWalk) walk(dir string, rel []string) {
 	if !hit {
 		// Read through a descriptor, and store the state taken from it:
 		// the listing and its state are of one directory.
-		d, dst, err := dirindex.OpenDir(dir, w.fsTypes)
+		d, dst, err := w.ix.OpenDir(dir)
 		if err == nil {
 			var ents []os.DirEntry
 			if ents, err = d.ReadDir(); err == nil {
@@ -270,12 +271,12 @@ var mandatoryNames = sync.OnceValue(func() map[string]bool {
 // directories (Kind EnterDir; a symbolic link is not followed, and is
 // EnterNone). From the index when dir is unchanged since it was stored.
 func (w *walker) list(dir string) ([]dirindex.Entry, error) {
-	if st, err := dirindex.StatDir(dir, w.fsTypes); err == nil {
+	if st, err := w.ix.StatDir(dir); err == nil {
 		if res, ok := w.idx.Lookup(dir, st); ok {
 			return res.Entries, nil
 		}
 	}
-	d, st, err := dirindex.OpenDir(dir, w.fsTypes)
+	d, st, err := w.ix.OpenDir(dir)
 	if err != nil {
 		return nil, err
 	}

@@ -133,7 +133,7 @@ func mandatoryDenies(roots []walkRoot, depth int, allowGitConfig bool, home stri
 		}
 		seen[root.path] = true
 		w := walker{depth: depth, allowGitConfig: allowGitConfig, seen: seen, missingAtTop: root.missingAtTop, home: home, globalHooks: global,
-			idx: ix.Walk(walkFormat + "\x00" + buildID() + "\x00mandatory\x00" + root.path), fsTypes: map[uint64]int64{}}
+			ix: ix, idx: ix.Walk(walkFormat + "\x00" + buildID() + "\x00mandatory\x00" + root.path)}
 		w.dir(root.path, 0)
 		if w.err != nil {
 			return nil, w.err
@@ -162,9 +162,9 @@ type walker struct {
 	// core.hooksPath values of the system and global git configuration.
 	home        string
 	globalHooks []string
-	// idx and fsTypes are the directory index's (mandatoryListing).
-	idx     *dirindex.Walk
-	fsTypes map[uint64]int64
+	// ix is the run's directory index, idx this walk's (walker.list).
+	ix  *dirindex.Index
+	idx *dirindex.Walk
 }
 
 // gitRefDenies protects the files git configuration includes (git reads

@@ -41,7 +41,7 @@ const RacyWindow = 2 * time.Second
 // magic starts an index file; formatVersion is the layout of what follows.
 const (
 	magic         = "srt-go dirindex\n"
-	formatVersion = 2
+	formatVersion = 3
 )
 
 // Stat is what identifies a directory's state: its device and inode,
@@ -93,8 +93,8 @@ type stored struct {
 	// Used is when a run last used the walk (Unix nanoseconds), to drop
 	// the oldest walks first (MaxWalks, MaxSize).
 	Used int64
-	// Dirs is the gob encoding of the walk's map[string]record, decoded
-	// only when a run makes that walk.
+	// Dirs is the walk's map[string]record (encodeDirs), decoded only
+	// when a run makes that walk.
 	Dirs []byte
 }
 
@@ -116,6 +116,11 @@ type Index struct {
 	loaded bool
 	old    map[string]stored
 	walks  map[string]*Walk
+	// fsTypes and stats cache, for one run, the file system type of each
+	// device and the state of each directory by path (StatDir): the deny
+	// walks and the mandatory walk pass the same directories.
+	fsTypes map[uint64]int64
+	stats   map[string]Stat
 	// now is time.Now, replaceable by tests.
 	now func() time.Time
 }
@@ -131,7 +136,8 @@ func Open(path string) *Index { return OpenWithClock(path, time.Now) }
 // OpenWithClock is Open with now in place of time.Now for the racily
 // clean check (Walk.Store), for tests that cannot wait RacyWindow.
 func OpenWithClock(path string, now func() time.Time) *Index {
-	return &Index{path: path, old: map[string]stored{}, walks: map[string]*Walk{}, now: now}
+	return &Index{path: path, old: map[string]stored{}, walks: map[string]*Walk{}, now: now,
+		fsTypes: map[uint64]int64{}, stats: map[string]Stat{}}
 }
 
 // load reads the file, once; what cannot be trusted or decoded is left
@@ -163,6 +169,30 @@ func (ix *Index) load() {
 	}
 }
 
+// StatDir is the package's StatDir, remembered for the rest of the run;
+// on a nil Index, not remembered.
+func (ix *Index) StatDir(path string) (Stat, error) {
+	if ix == nil {
+		return StatDir(path, nil)
+	}
+	if st, ok := ix.stats[path]; ok {
+		return st, nil
+	}
+	st, err := StatDir(path, ix.fsTypes)
+	if err == nil {
+		ix.stats[path] = st
+	}
+	return st, err
+}
+
+// OpenDir is the package's OpenDir with the run's file system types.
+func (ix *Index) OpenDir(path string) (*Dir, Stat, error) {
+	if ix == nil {
+		return OpenDir(path, nil)
+	}
+	return OpenDir(path, ix.fsTypes)
+}
+
 // Walk returns the stored results of the walk named key (the caller's
 // description of everything a result depends on: pattern, base, how
 // links are followed, the program's version). Calling it twice with one
@@ -176,8 +206,11 @@ func (ix *Index) Walk(key string) *Walk {
 	}
 	ix.load()
 	w := &Walk{ix: ix, fresh: map[string]record{}}
-	if s, ok := ix.old[key]; ok && gob.NewDecoder(bytes.NewReader(s.Dirs)).Decode(&w.old) != nil {
-		w.old = nil // corrupt: every Lookup misses
+	if s, ok := ix.old[key]; ok {
+		var err error
+		if w.old, err = decodeDirs(s.Dirs); err != nil {
+			w.old = nil // corrupt: every Lookup misses
+		}
 	}
 	ix.walks[key] = w
 	return w
@@ -272,11 +305,7 @@ func (ix *Index) Save() error {
 	for k, w := range ix.walks {
 		s := stored{Used: now, Dirs: ix.old[k].Dirs}
 		if w.changed() || s.Dirs == nil {
-			var buf bytes.Buffer
-			if err := gob.NewEncoder(&buf).Encode(w.fresh); err != nil {
-				return fmt.Errorf("encode index: %w", err)
-			}
-			s.Dirs = buf.Bytes()
+			s.Dirs = encodeDirs(w.fresh)
 		}
 		d.Walks[k] = s
 		size += len(k) + len(s.Dirs)
