@@ -328,3 +328,27 @@ func indexPath(t *testing.T) string {
 	}
 	return filepath.Join(d, "dirindex")
 }
+
+// TestCompileNoWriteRoot checks that a denyWrite glob with nothing
+// writable walks nothing (its intersection with no write root is empty).
+func TestCompileNoWriteRoot(t *testing.T) {
+	tr := newTree(t)
+	files(t, tr.proj, "a/.env")
+	s, err := settingsOf(`{"filesystem":{"denyWrite":["**/.env"]}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Compile(s, Env{Cwd: tr.proj, Home: tr.home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.AllowWrite) != 0 {
+		t.Skipf("write roots %v: the case needs none", p.AllowWrite)
+	}
+	if slices.ContainsFunc(p.DenyWrite, func(d Path) bool { return d.globMatch }) {
+		t.Errorf("a match outside every write root: %v", p.DenyWrite)
+	}
+	if !slices.ContainsFunc(p.Notes, func(n string) bool { return strings.Contains(n, "matches nothing writable") }) {
+		t.Errorf("notes %q", p.Notes)
+	}
+}

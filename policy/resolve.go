@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -142,7 +141,8 @@ func (r *resolver) entries(key string, list []settings.PathEntry, mode walkMode)
 		case walkDenyRead:
 			matches = expandDeny(r.globAbs(e.Path), nil, r.index, onErr)
 		case walkDenyWrite:
-			matches = expandDeny(r.globAbs(e.Path), slices.Clip(r.p.AllowWrite), r.index, onErr)
+			// Never nil: no write root means nothing to walk.
+			matches = expandDeny(r.globAbs(e.Path), append([]Path{}, r.p.AllowWrite...), r.index, onErr)
 		default:
 			matches = expandGlob(r.globAbs(e.Path))
 		}
