@@ -254,52 +254,6 @@ func indexUsable(path string, roots []string) string {
 // indexNote is the debug note of an index that could not be saved.
 func indexNote(err error) string { return fmt.Sprintf("directory index not saved: %v", err) }
 
-// mandatoryNames are the names the mandatory walk looks for in a
-// directory's listing (walker.dir): the first component of every
-// protected name, .git, and what makes a git directory.
-var mandatoryNames = sync.OnceValue(func() map[string]bool {
-	m := map[string]bool{".git": true, "HEAD": true, "objects": true, "refs": true}
-	for _, n := range append(slices.Clone(mandatoryFiles), mandatoryDirs...) {
-		top, _, _ := strings.Cut(n, "/")
-		m[top] = true
-	}
-	return m
-})
-
-// list returns what the mandatory walk needs of directory dir's listing,
-// in name order: the entries named in mandatoryNames (Match) and the
-// directories (Kind EnterDir; a symbolic link is not followed, and is
-// EnterNone). From the index when dir is unchanged since it was stored.
-func (w *walker) list(dir string) ([]dirindex.Entry, error) {
-	if st, err := w.ix.StatDir(dir); err == nil {
-		if res, ok := w.idx.Lookup(dir, st); ok {
-			return res.Entries, nil
-		}
-	}
-	d, st, err := w.ix.OpenDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	ents, err := d.ReadDir()
-	if err != nil {
-		return nil, err
-	}
-	slices.SortFunc(ents, func(a, b os.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
-	names := mandatoryNames()
-	var res dirindex.Result
-	for _, e := range ents {
-		ent := dirindex.Entry{Name: e.Name(), Match: names[e.Name()]}
-		if e.IsDir() {
-			ent.Kind = dirindex.EnterDir
-		}
-		if ent.Match || ent.Kind != dirindex.EnterNone {
-			res.Entries = append(res.Entries, ent)
-		}
-	}
-	w.idx.Store(dir, st, res)
-	return res.Entries, nil
-}
-
 // indexDir is the directory of index file path, or "".
 func indexDir(path string) string {
 	if path == "" {
