@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+
+	"github.com/srt-go/srt/policy/dirindex"
 )
 
 // The mandatory write-denies (seed 003, "Chemins de refus obligatoires").
@@ -39,6 +42,37 @@ var (
 		// units). Found by an adversarial review with allowWrite ["~"].
 		".ssh", ".config/git", ".config/fish", ".config/autostart", ".config/systemd"}
 )
+
+// RuleDirIndex is the Rule of the read- and write-deny of srt's directory
+// index (policy/dirindex): it holds names read from directories the
+// sandbox may not list, and what the next run trusts.
+const RuleDirIndex = "mandatory: srt's directory index"
+
+// indexDenies returns the mandatory denies of the directory index: the
+// directory of the index file in use (Env.DirIndex) and the default one
+// (dirindex.DefaultDir), present or not; and inUse, or "" when its
+// directory is reached through a link the sandbox or another user could
+// have made (the guard's judgement): such an index is not used, and a
+// deny spelled through that link would refuse the run instead of
+// protecting anything of srt's.
+func indexDenies(g *linkGuard, inUse string) (denies []Path, index string) {
+	index = inUse
+	for _, d := range slices.Compact([]string{indexDir(inUse), dirindex.DefaultDir()}) {
+		if d == "" {
+			continue
+		}
+		if _, err := g.resolve(d); err != nil {
+			if d == indexDir(inUse) {
+				index = ""
+			}
+			continue
+		}
+		p := makePath(d, OriginMandatory, RuleDirIndex)
+		p.IsDir = true
+		denies = append(denies, p)
+	}
+	return denies, index
+}
 
 // MandatoryNames returns the mandatory write-deny names, files first, then
 // directories, then the git paths, for documentation and other backends.
@@ -81,7 +115,10 @@ func MandatoryGlobs(allowGitConfig bool) []string {
 // directory that cannot be listed is protected whole (another user's) or
 // refuses the run (the user's own: unlistable). refs are what the
 // system and global git configuration name (readGitConfig).
-func mandatoryDenies(roots []walkRoot, depth int, allowGitConfig bool, home string, refs gitRefs) ([]Path, error) {
+//
+// ix, when not nil, holds what earlier runs' walks took from each
+// directory (mandatoryListing); a directory unchanged since is not read.
+func mandatoryDenies(roots []walkRoot, depth int, allowGitConfig bool, home string, refs gitRefs, ix *dirindex.Index) ([]Path, error) {
 	var out []Path
 	seen := map[string]bool{}
 	global := refs.hooks
@@ -96,7 +133,8 @@ func mandatoryDenies(roots []walkRoot, depth int, allowGitConfig bool, home stri
 			continue
 		}
 		seen[root.path] = true
-		w := walker{depth: depth, allowGitConfig: allowGitConfig, seen: seen, missingAtTop: root.missingAtTop, home: home, globalHooks: global}
+		w := walker{depth: depth, allowGitConfig: allowGitConfig, seen: seen, missingAtTop: root.missingAtTop, home: home, globalHooks: global,
+			ix: ix, idx: ix.Walk(walkFormat + "\x00" + buildID() + "\x00mandatory\x00" + root.path)}
 		w.dir(root.path, 0)
 		if w.err != nil {
 			return nil, w.err
@@ -125,6 +163,9 @@ type walker struct {
 	// core.hooksPath values of the system and global git configuration.
 	home        string
 	globalHooks []string
+	// ix is the run's directory index, idx this walk's (walker.list).
+	ix  *dirindex.Index
+	idx *dirindex.Walk
 }
 
 // gitRefDenies protects the files git configuration includes (git reads
@@ -160,7 +201,7 @@ func (w *walker) add(path, name string) {
 // listing is missing, and its Path is made without a look at the disk
 // (dir is a resolved path: the walk starts at resolved roots and follows
 // no link).
-func (w *walker) addIn(dir string, names map[string]os.DirEntry, rel string) {
+func (w *walker) addIn(dir string, names map[string]dirindex.Enter, rel string) {
 	first, _, _ := strings.Cut(rel, "/")
 	if _, ok := names[first]; ok {
 		w.add(filepath.Join(dir, rel), rel)
@@ -171,7 +212,7 @@ func (w *walker) addIn(dir string, names map[string]os.DirEntry, rel string) {
 }
 
 func (w *walker) dir(dir string, level int) {
-	ents, err := os.ReadDir(dir)
+	ents, err := w.list(dir)
 	if err != nil {
 		if level > 0 {
 			if u := unlistable(dir, err); u != nil {
@@ -191,9 +232,9 @@ func (w *walker) dir(dir string, level int) {
 		w.err = fmt.Errorf("write root %s cannot be listed (%w), so the protected names in it (.git/hooks, .bashrc, ...) cannot be found; restore its read permission (chmod u+r): %w", dir, err, ErrUnenforceable)
 		return
 	}
-	names := make(map[string]os.DirEntry, len(ents))
+	names := make(map[string]dirindex.Enter, len(ents))
 	for _, e := range ents {
-		names[e.Name()] = e
+		names[e.Name] = e.Kind
 	}
 	for _, f := range mandatoryFiles {
 		// A nested name (.hg/hgrc) is protected, present or not, wherever
@@ -240,10 +281,10 @@ func (w *walker) dir(dir string, level int) {
 		return
 	}
 	for _, e := range ents {
-		if !e.IsDir() || e.Name() == "node_modules" || e.Name() == ".git" {
+		if e.Kind != dirindex.EnterDir || e.Name == "node_modules" || e.Name == ".git" {
 			continue
 		}
-		sub := filepath.Join(dir, e.Name())
+		sub := filepath.Join(dir, e.Name)
 		if w.seen[sub] {
 			continue
 		}
@@ -251,14 +292,60 @@ func (w *walker) dir(dir string, level int) {
 	}
 }
 
+// mandatoryNames are the names the mandatory walk looks for in a
+// directory's listing (walker.dir): the first component of every
+// protected name, .git, and what makes a git directory.
+var mandatoryNames = sync.OnceValue(func() map[string]bool {
+	m := map[string]bool{".git": true, "HEAD": true, "objects": true, "refs": true}
+	for _, n := range append(slices.Clone(mandatoryFiles), mandatoryDirs...) {
+		top, _, _ := strings.Cut(n, "/")
+		m[top] = true
+	}
+	return m
+})
+
+// list returns what the mandatory walk needs of directory dir's listing,
+// in name order: the entries named in mandatoryNames (Match) and the
+// directories (Kind EnterDir; a symbolic link is not followed, and is
+// EnterNone). From the index when dir is unchanged since it was stored.
+func (w *walker) list(dir string) ([]dirindex.Entry, error) {
+	if st, err := w.ix.StatDir(dir); err == nil {
+		if res, ok := w.idx.Lookup(dir, st); ok {
+			return res.Entries, nil
+		}
+	}
+	d, st, err := w.ix.OpenDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	ents, err := d.ReadDir()
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(ents, func(a, b os.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	names := mandatoryNames()
+	var res dirindex.Result
+	for _, e := range ents {
+		ent := dirindex.Entry{Name: e.Name(), Match: names[e.Name()]}
+		if e.IsDir() {
+			ent.Kind = dirindex.EnterDir
+		}
+		if ent.Match || ent.Kind != dirindex.EnterNone {
+			res.Entries = append(res.Entries, ent)
+		}
+	}
+	w.idx.Store(dir, st, res)
+	return res.Entries, nil
+}
+
 // gitDir protects a repository's hooks and configuration. A .git that is a
 // file (a worktree or submodule) is protected itself, since rewriting it
 // would point git at another directory, and so are the hooks and
 // configuration of the directory it names.
-func (w *walker) gitDir(dir string, g os.DirEntry) {
+func (w *walker) gitDir(dir string, g dirindex.Enter) {
 	gitPath := filepath.Join(dir, ".git")
 	gitdirs := []string{gitPath}
-	if !g.IsDir() {
+	if g != dirindex.EnterDir {
 		w.add(gitPath, ".git")
 		gitdirs = gitdirs[:0]
 		if target := readGitFile(gitPath); target != "" {
@@ -301,7 +388,7 @@ func (w *walker) protectGitDir(gd, top string) {
 
 // isGitDirEntries reports whether a directory listing holds what makes
 // git take the directory for a git directory.
-func isGitDirEntries(names map[string]os.DirEntry) bool {
+func isGitDirEntries(names map[string]dirindex.Enter) bool {
 	for _, e := range []string{"HEAD", "objects", "refs"} {
 		if _, ok := names[e]; !ok {
 			return false

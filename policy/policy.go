@@ -22,6 +22,7 @@ import (
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"github.com/srt-go/srt/policy/dirindex"
 	"github.com/srt-go/srt/settings"
 )
 
@@ -209,6 +210,13 @@ type Env struct {
 	// symbolic link inside one is never followed for a rule, as inside a
 	// write root (trust.go).
 	Untrusted []string
+	// DirIndex is the file of the deny walks' directory index
+	// (policy/dirindex; dirindex.DefaultPath for srt's own); empty means
+	// no index: every deny glob's walk reads every directory. It is not
+	// used when it lies in a write root or an Untrusted tree. Its
+	// directory is read- and write-denied like dirindex.DefaultDir
+	// (mandatory.go).
+	DirIndex string
 }
 
 // RuleSettingsFile is the Rule of the mandatory denies of the settings
@@ -312,7 +320,21 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 	}
 	r := resolver{cwd: env.Cwd, home: env.Home, untrusted: env.Untrusted, p: p}
 	fs := &s.Filesystem
-	p.DenyRead = r.entries("filesystem.denyRead", fs.DenyRead, true)
+	// Write roots first: every other rule is checked against them, and a
+	// write-deny glob walks only its intersection with them. (An invalid
+	// allowWrite glob protects nothing, so it is not an error: it matches
+	// nothing, as before the write roots came first.)
+	writes := r.entries("filesystem.allowWrite", fs.AllowWrite, walkNoFollow)
+	r.err = nil
+	guard, err := r.guardWrites(writes)
+	if err != nil {
+		return nil, err
+	}
+	p.guard = guard
+	idxDenies, idxPath := indexDenies(guard, env.DirIndex)
+	r.index = dirindex.Open(indexUsable(idxPath, guard.roots))
+	p.DenyRead = r.entries("filesystem.denyRead", fs.DenyRead, walkDenyRead)
+	p.DenyRead = append(p.DenyRead, idxDenies...)
 	for _, d := range hostSecrets(env.Home) {
 		p.DenyRead = append(p.DenyRead, makePath(d, OriginMandatory, "mandatory: srtd's token"))
 	}
@@ -330,8 +352,9 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 		p.DenyRead = append(p.DenyRead, makePath(sock, OriginMandatory, ruleMITMSocket))
 	}
 	p.DenyRead = append(p.DenyRead, cr.readDenies()...)
-	p.AllowRead = dropMandatoryCarveOuts(r.entries("filesystem.allowRead", fs.AllowRead, false), p.DenyRead)
-	p.DenyWrite = r.entries("filesystem.denyWrite", fs.DenyWrite, true)
+	p.AllowRead = dropMandatoryCarveOuts(r.entries("filesystem.allowRead", fs.AllowRead, walkNoFollow), p.DenyRead)
+	p.DenyWrite = r.entries("filesystem.denyWrite", fs.DenyWrite, walkDenyWrite)
+	p.DenyWrite = append(p.DenyWrite, idxDenies...)
 	if t := p.Network.TLS; t != nil {
 		for _, f := range t.TrustFiles {
 			p.DenyWrite = append(p.DenyWrite, makePath(f, OriginMandatory, "mandatory: network.tlsTerminate's CA files"))
@@ -344,12 +367,6 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	// Write roots first: every other rule is checked against them.
-	guard, err := r.guardWrites(r.entries("filesystem.allowWrite", fs.AllowWrite, false))
-	if err != nil {
-		return nil, err
-	}
-	p.guard = guard
 	for _, l := range []struct {
 		list *[]Path
 		kind listKind
@@ -401,11 +418,16 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 	if len(p.AllowWrite) > 0 {
 		global = readGitConfig(env.Home, globalGitConfigs(env.Home)...)
 	}
-	md, err := mandatoryDenies(roots, s.SearchDepth(), fs.AllowGitConfig, env.Home, global)
+	md, err := mandatoryDenies(roots, s.SearchDepth(), fs.AllowGitConfig, env.Home, global, r.index)
 	if err != nil {
 		return nil, err
 	}
 	p.DenyWrite = append(p.DenyWrite, md...)
+	if err := r.index.Save(); err != nil {
+		p.Notes = append(p.Notes, indexNote(err))
+	} else if hits, kept := r.index.Stats(); kept > 0 || hits > 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("directory index: %d directories reused, %d kept", hits, kept))
+	}
 	// Files host programs trust at fixed places (the home directory, PATH,
 	// the settings file): those a write root reaches. PATH directories
 	// inside the working directory (an activated virtualenv's bin,

@@ -5,10 +5,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"github.com/srt-go/srt/policy/dirindex"
 	"github.com/srt-go/srt/settings"
 )
 
@@ -24,7 +24,23 @@ type resolver struct {
 	// read: what they hold is unknown (Compile refuses those inside a
 	// write root).
 	unlisted []Path
+	// index holds what earlier runs' deny walks read (nil: none).
+	index *dirindex.Index
 }
+
+// walkMode says how entries expands a list's globs.
+type walkMode int
+
+const (
+	// walkNoFollow matches links but does not follow them (allow lists).
+	walkNoFollow walkMode = iota
+	// walkDenyRead follows links everywhere: reads are possible
+	// everywhere.
+	walkDenyRead
+	// walkDenyWrite follows links, within the write roots only
+	// (expandDeny).
+	walkDenyWrite
+)
 
 // abs expands "~", "~/x" and relative paths (against the working
 // directory, as the reference does) and cleans the result.
@@ -89,12 +105,13 @@ func unescapeGlob(s string) string {
 func isGlob(s string) bool { return strings.ContainsAny(s, "*?[{") }
 
 // entries resolves one settings list. Globs are expanded against the
-// filesystem now: in a deny list (deny) the walk follows symbolic links to
+// filesystem now: in a deny list the walk follows symbolic links to
 // directories, so that a match reached through a link (linkdir/secret.txt
 // with linkdir -> ../shared) is denied at its target too, which covers
-// every spelling; elsewhere links are matched but not followed. Literal
-// entries are resolved later, by guardLiterals.
-func (r *resolver) entries(key string, list []settings.PathEntry, deny bool) []Path {
+// every spelling; a write-deny's walk keeps to the write roots, which
+// must be set (expandDeny); elsewhere links are matched but not followed.
+// Literal entries are resolved later, by guardLiterals.
+func (r *resolver) entries(key string, list []settings.PathEntry, mode walkMode) []Path {
 	var out []Path
 	for i, e := range list {
 		rule := fmt.Sprintf("%s[%d]", key, i)
@@ -115,16 +132,25 @@ func (r *resolver) entries(key string, list []settings.PathEntry, deny bool) []P
 			continue
 		}
 		var matches []string
-		if deny {
-			matches = expandGlobFollow(r.globAbs(e.Path), func(dir string, err error) {
-				if u := unlistable(dir, err); u != nil {
-					r.unlisted = append(r.unlisted, Path{Literal: dir, Resolved: resolveMissing(dir), Rule: rule, Origin: OriginUser, uncheckable: u})
-				}
-			})
-		} else {
+		onErr := func(dir string, err error) {
+			if u := unlistable(dir, err); u != nil {
+				r.unlisted = append(r.unlisted, Path{Literal: dir, Resolved: resolveMissing(dir), Rule: rule, Origin: OriginUser, uncheckable: u})
+			}
+		}
+		switch mode {
+		case walkDenyRead:
+			matches = expandDeny(r.globAbs(e.Path), nil, r.index, onErr)
+		case walkDenyWrite:
+			// Never nil: no write root means nothing to walk.
+			matches = expandDeny(r.globAbs(e.Path), append([]Path{}, r.p.AllowWrite...), r.index, onErr)
+		default:
 			matches = expandGlob(r.globAbs(e.Path))
 		}
-		if len(matches) == 0 {
+		switch {
+		case len(matches) > 0:
+		case mode == walkDenyWrite:
+			r.p.Notes = append(r.p.Notes, fmt.Sprintf("%s: %q matches nothing writable now", rule, e.Path))
+		default:
 			r.p.Notes = append(r.p.Notes, fmt.Sprintf("%s: %q matches nothing now", rule, e.Path))
 		}
 		for _, m := range matches {
@@ -188,63 +214,6 @@ func expandGlob(pattern string) []string {
 		out = append(out, filepath.Join(base, p))
 		return nil
 	}, doublestar.WithNoFollow())
-	return out
-}
-
-// expandGlobFollow is expandGlob for deny lists: the walk follows
-// symbolic links to directories (each directory is entered once, by
-// device and inode, so a link loop ends) and reports a match by the path
-// it was reached at; makePath resolves it to its target. Directories no
-// match can lie under are not entered; onErr hears of every directory
-// that could not be read.
-func expandGlobFollow(pattern string, onErr func(dir string, err error)) []string {
-	base, pat := doublestar.SplitPattern(filepath.Clean(pattern))
-	base = unescapeGlob(base)
-	segs := strings.Split(pat, "/")
-	// A brace alternative may hold a "/": then segments do not line up
-	// with directory levels, and every directory is entered.
-	prune := !strings.Contains(pat, "{")
-	seen := map[[2]uint64]bool{}
-	visit := func(dir string) bool {
-		fi, err := os.Stat(dir)
-		if err != nil || !fi.IsDir() {
-			return false
-		}
-		id, ok := fileID(fi)
-		if !ok {
-			return true
-		}
-		if seen[id] {
-			return false
-		}
-		seen[id] = true
-		return true
-	}
-	var out []string
-	var walk func(dir string, rel []string)
-	walk = func(dir string, rel []string) {
-		ents, err := os.ReadDir(dir)
-		if err != nil {
-			onErr(dir, err)
-			return
-		}
-		for _, e := range ents {
-			sub := append(slices.Clip(rel), e.Name())
-			full := filepath.Join(dir, e.Name())
-			if ok, _ := doublestar.Match(pat, strings.Join(sub, "/")); ok {
-				out = append(out, full)
-			}
-			if e.Type()&(fs.ModeDir|fs.ModeSymlink) == 0 || prune && !mayMatchBelow(segs, sub) {
-				continue
-			}
-			if visit(full) {
-				walk(full, sub)
-			}
-		}
-	}
-	if visit(base) {
-		walk(base, nil)
-	}
 	return out
 }
 

@@ -38,6 +38,7 @@ import (
 
 	"github.com/srt-go/srt/netrule"
 	"github.com/srt-go/srt/policy"
+	"github.com/srt-go/srt/policy/dirindex"
 	"github.com/srt-go/srt/settings"
 	"github.com/srt-go/srt/violation"
 )
@@ -243,7 +244,7 @@ func (c *Cmd) Start() error {
 	if len(c.Args) == 0 {
 		return &SetupError{errors.New("no command")}
 	}
-	p, err := policy.Compile(c.m.settings, policy.Env{Cwd: c.Dir})
+	p, err := policy.Compile(c.m.settings, policy.Env{Cwd: c.Dir, DirIndex: dirindex.DefaultPath()})
 	if err != nil {
 		return &SetupError{err}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/srt-go/srt/microvm"
 	"github.com/srt-go/srt/policy"
+	"github.com/srt-go/srt/policy/dirindex"
 	"github.com/srt-go/srt/settings"
 )
 
@@ -32,7 +33,7 @@ func runMicroVM(s *settings.Settings, argv []string, lg *slog.Logger, stdin, std
 	// writable share would let the command plant .bashrc or .git/hooks
 	// (found by an adversarial review). denyRead paths inside it cannot be
 	// hidden in the guest yet either, so they make srt refuse.
-	pol, err := policy.Compile(s, policy.Env{Cwd: cwd})
+	pol, err := policy.Compile(s, policy.Env{Cwd: cwd, DirIndex: dirindex.DefaultPath()})
 	if err != nil {
 		fmt.Fprintf(stderr, "srt: %v\n", err)
 		return exitSetup

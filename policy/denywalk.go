@@ -1,0 +1,263 @@
+package policy
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/bmatcuk/doublestar/v4"
+	"github.com/srt-go/srt/policy/dirindex"
+)
+
+// walkFormat changes whenever what a deny walk stores per directory, or
+// how it decides it, changes: part of every index key, so that a build
+// never reuses another's results.
+const walkFormat = "deny-walk 1"
+
+// denyWalk is one deny glob's walk (expandDeny).
+type denyWalk struct {
+	pat  string
+	segs []string
+	// prune says directories no match can lie under are not entered:
+	// false when a brace alternative may hold a "/", so that segments do
+	// not line up with directory levels.
+	prune bool
+	// scope, for a write-deny, are the resolved write roots: a link is
+	// followed only to a directory inside one (a match elsewhere is not
+	// writable, so needs no mount). nil for a read-deny: reads are
+	// possible everywhere.
+	scope []string
+	// ix is the run's index (nil: none), idx this walk's stored results.
+	ix    *dirindex.Index
+	idx   *dirindex.Walk
+	seen  map[[2]uint64]bool
+	onErr func(dir string, err error)
+	out   []string
+}
+
+// expandDeny returns the existing paths matching an absolute deny
+// pattern, each by the path it was reached at (makePath resolves it to
+// its target, which the deny then covers at every spelling). The walk
+// follows symbolic links to directories, each directory entered once by
+// device and inode so that a loop ends; onErr hears of every directory
+// that could not be read.
+//
+// With writeRoots not nil (a write-deny), only the pattern's
+// intersection with the write roots is walked: from the pattern's base
+// when it lies inside a write root, from each write root below the base
+// (matching the whole pattern) otherwise, not at all when they are
+// disjoint; and a link is followed only to a directory inside a write
+// root. A write-deny's match that is not writable needs no mount.
+//
+// ix, when not nil, holds what earlier runs read from each directory of
+// this walk; a directory unchanged since (dirindex) is not read again.
+func expandDeny(pattern string, writeRoots []Path, ix *dirindex.Index, onErr func(dir string, err error)) []string {
+	base, pat := doublestar.SplitPattern(filepath.Clean(pattern))
+	base = unescapeGlob(base)
+	w := &denyWalk{pat: pat, segs: strings.Split(pat, "/"), prune: !strings.Contains(pat, "{"),
+		ix: ix, seen: map[[2]uint64]bool{}, onErr: onErr}
+	mode := "read"
+	if writeRoots != nil {
+		mode = "write"
+		w.scope = []string{}
+		for _, r := range writeRoots {
+			if r.Kind != Missing {
+				w.scope = append(w.scope, r.Resolved)
+			}
+		}
+	}
+	// The key names what each directory's result depends on (the
+	// pattern, the build) and what the walk visits (its scope): a walk of
+	// the same pattern with other write roots keeps its own directories.
+	w.idx = ix.Walk(walkFormat + "\x00" + buildID() + "\x00" + mode + "\x00" + pattern + "\x00" + strings.Join(w.scope, "\x00"))
+	for _, s := range w.starts(base, writeRoots) {
+		if s.rel != nil {
+			if ok, _ := doublestar.Match(pat, strings.Join(s.rel, "/")); ok {
+				w.out = append(w.out, s.dir)
+			}
+			if w.prune && !mayMatchBelow(w.segs, s.rel) {
+				continue
+			}
+		}
+		w.walk(s.dir, s.rel)
+	}
+	return w.out
+}
+
+// walkStart is where a deny walk starts: dir, at rel below the base.
+type walkStart struct {
+	dir string
+	rel []string
+}
+
+// starts returns where the walk of a pattern with literal base begins:
+// the base itself for a read-deny, or its intersection with the write
+// roots for a write-deny (see expandDeny). A root is compared by its
+// spelling and its resolution with the base's.
+func (w *denyWalk) starts(base string, roots []Path) []walkStart {
+	if w.scope == nil {
+		return []walkStart{{dir: base}}
+	}
+	bases := slices.Compact([]string{base, resolveMissing(base)})
+	var out []walkStart
+	add := func(s walkStart) {
+		if !slices.ContainsFunc(out, func(o walkStart) bool { return o.dir == s.dir }) {
+			out = append(out, s)
+		}
+	}
+	for _, r := range roots {
+		if r.Kind == Missing {
+			continue
+		}
+		for _, s := range slices.Compact([]string{r.Literal, r.Resolved}) {
+			for _, b := range bases {
+				switch {
+				case Within(b, s):
+					add(walkStart{dir: base})
+				case Within(s, b):
+					rel := strings.TrimPrefix(s[len(b):], "/")
+					add(walkStart{dir: s, rel: strings.Split(rel, "/")})
+				}
+			}
+		}
+	}
+	// The base first, then deeper starts: a directory is entered once,
+	// at the first spelling met.
+	slices.SortStableFunc(out, func(a, b walkStart) int { return len(a.rel) - len(b.rel) })
+	return out
+}
+
+// inScope reports whether resolved path lies in the walk's scope.
+func (w *denyWalk) inScope(path string) bool {
+	if w.scope == nil {
+		return true
+	}
+	return slices.ContainsFunc(w.scope, func(r string) bool { return Within(path, r) })
+}
+
+func (w *denyWalk) walk(dir string, rel []string) {
+	st, err := w.ix.StatDir(dir)
+	if err != nil {
+		return // gone, not a directory, or not searchable: nothing to read
+	}
+	id, ok := [2]uint64{st.Dev, st.Ino}, st.Ino != 0
+	if !ok {
+		if fi, err := os.Stat(dir); err == nil {
+			id, ok = fileID(fi)
+		}
+	}
+	if ok && w.seen[id] {
+		return
+	}
+	w.seen[id] = ok
+	key := dir + "\x00" + strings.Join(rel, "/")
+	res, hit := w.idx.Lookup(key, st)
+	if !hit {
+		// Read through a descriptor, and store the state taken from it:
+		// the listing and its state are of one directory.
+		d, dst, err := w.ix.OpenDir(dir)
+		if err == nil {
+			var ents []os.DirEntry
+			if ents, err = d.ReadDir(); err == nil {
+				res = w.read(ents, rel)
+				w.idx.Store(key, dst, res)
+			}
+		}
+		if err != nil {
+			w.onErr(dir, err)
+			return
+		}
+	}
+	for _, e := range res.Entries {
+		full := filepath.Join(dir, e.Name)
+		if e.Match {
+			w.out = append(w.out, full)
+		}
+		switch e.Kind {
+		case dirindex.EnterDir:
+		case dirindex.EnterLink:
+			if !w.inScope(resolveMissing(full)) {
+				continue
+			}
+		default:
+			continue
+		}
+		w.walk(full, append(slices.Clip(rel), e.Name))
+	}
+}
+
+// read is what the walk takes from a directory's listing: its entries
+// that match, and those to look into (directories, and links that may
+// lead to one, under which a match may lie), in the listing's order.
+func (w *denyWalk) read(ents []os.DirEntry, rel []string) dirindex.Result {
+	slices.SortFunc(ents, func(a, b os.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	var res dirindex.Result
+	for _, e := range ents {
+		sub := append(slices.Clip(rel), e.Name())
+		ent := dirindex.Entry{Name: e.Name()}
+		ent.Match, _ = doublestar.Match(w.pat, strings.Join(sub, "/"))
+		if !w.prune || mayMatchBelow(w.segs, sub) {
+			switch {
+			case e.Type()&fs.ModeSymlink != 0:
+				ent.Kind = dirindex.EnterLink
+			case e.IsDir():
+				ent.Kind = dirindex.EnterDir
+			}
+		}
+		if ent.Match || ent.Kind != dirindex.EnterNone {
+			res.Entries = append(res.Entries, ent)
+		}
+	}
+	return res
+}
+
+// buildID names this build of srt for the index keys: its module
+// version and VCS revision, or "unknown".
+var buildID = sync.OnceValue(func() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	id := bi.Main.Path + "@" + bi.Main.Version
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision", "vcs.time", "vcs.modified":
+			id += " " + s.Key + "=" + s.Value
+		}
+	}
+	return id
+})
+
+// indexUsable returns path, the index file, or "" when it lies inside a
+// write root or a tree a sandbox may have written (roots, the link
+// guard's): a run could then have written it.
+func indexUsable(path string, roots []string) string {
+	if path == "" {
+		return ""
+	}
+	dir := filepath.Dir(filepath.Clean(path))
+	for _, d := range slices.Compact([]string{dir, resolveMissing(dir)}) {
+		for _, r := range roots {
+			if Within(d, r) || Within(r, d) {
+				return ""
+			}
+		}
+	}
+	return path
+}
+
+// indexNote is the debug note of an index that could not be saved.
+func indexNote(err error) string { return fmt.Sprintf("directory index not saved: %v", err) }
+
+// indexDir is the directory of index file path, or "".
+func indexDir(path string) string {
+	if path == "" {
+		return ""
+	}
+	return filepath.Dir(filepath.Clean(path))
+}
