@@ -226,8 +226,10 @@ const (
 type ExecRecord struct {
 	// ExecID is the exec's id (Event.ExecID); empty until it started.
 	ExecID string `json:"execId,omitempty"`
-	// Argv is the command as asked, its elements kept up to
-	// ExecHistoryArgvBytes in all; ArgvTruncated says some were dropped.
+	// Argv is the command as asked, its first elements kept up to
+	// ExecHistoryArgvBytes in all (each counting its length plus one)
+	// and ExecHistoryArgvElems of them; ArgvTruncated says some were
+	// dropped.
 	Argv          []string `json:"argv"`
 	ArgvTruncated bool     `json:"argvTruncated,omitempty"`
 	// Cwd is the working directory asked for (empty: the workdir).
@@ -270,10 +272,12 @@ const (
 // The bounds of a sandbox's exec history (GET
 // /v1/sandboxes/{sessionId}/execs): at most ExecHistoryLimit records,
 // each with at most ExecHistoryOutputBytes of output and
-// ExecHistoryArgvBytes of argv — some 16 KiB a record, 320 KiB a
-// sandbox.
+// ExecHistoryArgvBytes of argv (an element counting its length plus
+// one), in at most ExecHistoryArgvElems elements — some 16 KiB a
+// record, 320 KiB a sandbox.
 const (
 	ExecHistoryLimit       = 20
 	ExecHistoryOutputBytes = 16 << 10
 	ExecHistoryArgvBytes   = 4 << 10
+	ExecHistoryArgvElems   = 256
 )

@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"context"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -74,4 +77,50 @@ func TestConsoleBrowser(t *testing.T) {
 			t.Errorf("the login token is in srtd's output %d times; want once (its URL line):\n%s", n, d.stderr())
 		}
 	})
+}
+
+// TestSrtdConsoleOffBeyondLoopback: on a listener other hosts reach
+// (--allow-non-loopback) the peer-uid check lets remote clients through,
+// so the console, whose cookie any client can replay, is off: srtd
+// prints why instead of a login URL, /console/ answers 404 with it, a
+// cookie authorizes nothing, and the bearer-token API is unchanged.
+func TestSrtdConsoleOffBeyondLoopback(t *testing.T) {
+	env := []string{"PATH=" + cleanPATH, "HOME=" + t.TempDir(), "USER=" + os.Getenv("USER"), "SHELL=/bin/bash"}
+	d := launchSrtd(t, buildSrtd(t), t.TempDir(), nil, env, 20*time.Second, "--addr", "0.0.0.0:0", "--allow-non-loopback")
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(d.stderr(), "Web console:"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no console line in\n%s", d.stderr())
+		}
+	}
+	if consoleLine.MatchString(d.stderr()) || !strings.Contains(d.stderr(), "Web console: off (") {
+		t.Errorf("srtd beyond loopback printed a console URL, or no reason:\n%s", d.stderr())
+	}
+	_, p, err := net.SplitHostPort(strings.TrimPrefix(d.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://127.0.0.1:" + p
+	get := func(path string, hdr ...string) (int, string) {
+		t.Helper()
+		r, _ := http.NewRequest("GET", base+path, nil)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			r.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get("/console/"); code != 404 || !strings.Contains(body, "--allow-non-loopback") {
+		t.Errorf("GET /console/: %d %q; want 404 saying why", code, body)
+	}
+	if code, _ := get("/v1/sandboxes", "Cookie", "srtd_console_"+p+"=x", "Sec-Fetch-Site", "same-origin"); code != 401 {
+		t.Errorf("a cookie with the console off: %d; want 401", code)
+	}
+	if code, body := get("/v1/sandboxes", "Authorization", "Bearer "+d.token); code != 200 {
+		t.Errorf("the bearer-token API: %d %s; want 200", code, body)
+	}
 }

@@ -300,6 +300,9 @@ func (r *nativeRunner) start(c command) (proc, error) {
 	// replaced by its sentinel.
 	env = r.creds.Environ(env)
 	e, err := r.w.Exec(linux.WarmCommand{Argv: c.argv, Env: env, Dir: dir, Stdin: c.stdin, Stdout: c.stdout, Stderr: c.stderr})
+	if errors.Is(err, linux.ErrExecTooLarge) {
+		return nil, &SpecError{"argv", err.Error()}
+	}
 	if err != nil {
 		return nil, err
 	}

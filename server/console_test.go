@@ -17,7 +17,7 @@ import (
 // session cookie.
 func consoleEnv(t *testing.T) (e *env, cookie string) {
 	t.Helper()
-	con := console.New()
+	con := console.New(0)
 	e = newEnv(t, func(c *Config) {
 		c.Console = con
 		c.Terminal = TerminalConfig{Shell: "/bin/sh", Home: t.TempDir()}
@@ -32,7 +32,7 @@ func consoleEnv(t *testing.T) (e *env, cookie string) {
 	if resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) != 1 {
 		t.Fatalf("login: %d %v", resp.StatusCode, resp.Cookies())
 	}
-	return e, console.CookieName + "=" + resp.Cookies()[0].Value
+	return e, con.CookieName() + "=" + resp.Cookies()[0].Value
 }
 
 // TestConsoleCookieAuth: the console's cookie authorizes the page's own
@@ -54,6 +54,7 @@ func TestConsoleCookieAuth(t *testing.T) {
 		{"foreign-origin-get", "GET", "/v1/sandboxes", "", []string{"Cookie", cookie, "Origin", "http://evil.example", "Sec-Fetch-Site", "cross-site"}, 403},
 		{"other-loopback-port", "GET", "/v1/sandboxes", "", []string{"Cookie", cookie, "Origin", "http://127.0.0.1:1"}, 403},
 		{"same-site-no-origin", "GET", "/v1/sandboxes", "", []string{"Cookie", cookie, "Sec-Fetch-Site", "same-site"}, 401},
+		{"tossed-cookie-first", "GET", "/v1/sandboxes", "", []string{"Cookie", "srtd_console_0=bogus; " + cookie, "Sec-Fetch-Site", "same-origin"}, 200},
 		{"cookie-alone", "GET", "/v1/sandboxes", "", []string{"Cookie", cookie}, 401},
 		{"no-cookie", "GET", "/v1/sandboxes", "", []string{"Sec-Fetch-Site", "same-origin"}, 401},
 		{"bad-bearer-good-cookie", "GET", "/v1/sandboxes", "wrong", []string{"Cookie", cookie, "Sec-Fetch-Site", "same-origin"}, 401},
@@ -102,8 +103,42 @@ func TestConsoleNone(t *testing.T) {
 	if code, _ := e.req(t, "GET", "/console/", "", ""); code != 401 {
 		t.Errorf("GET /console/ without a console: %d; want 401", code)
 	}
-	if code, _ := e.req(t, "GET", "/v1/sandboxes", "", "", "Cookie", console.CookieName+"=x", "Sec-Fetch-Site", "same-origin"); code != 401 {
+	if code, _ := e.req(t, "GET", "/v1/sandboxes", "", "", "Cookie", console.CookiePrefix+"0=x", "Sec-Fetch-Site", "same-origin"); code != 401 {
 		t.Errorf("cookie without a console: %d; want 401", code)
+	}
+}
+
+// TestConsoleDisabled: an off console (no peer-uid check) serves its
+// reason, 404, and a cookie authorizes nothing; the bearer token works.
+func TestConsoleDisabled(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.Console = console.Disabled("test reason") })
+	if code, out := e.req(t, "GET", "/console/", "", ""); code != 404 || !strings.Contains(out, "test reason") {
+		t.Errorf("GET /console/: %d %q; want 404 with the reason", code, out)
+	}
+	if code, _ := e.req(t, "GET", "/v1/sandboxes", "", "", "Cookie", console.CookiePrefix+"0=x", "Sec-Fetch-Site", "same-origin"); code != 401 {
+		t.Errorf("cookie with the console off: %d; want 401", code)
+	}
+	if code, _ := e.req(t, "GET", "/v1/sandboxes", testToken, ""); code != 200 {
+		t.Errorf("bearer token with the console off: %d; want 200", code)
+	}
+}
+
+// TestAPINoSniff: API answers, errors included, forbid MIME sniffing.
+func TestAPINoSniff(t *testing.T) {
+	e := newEnv(t, nil)
+	for _, tok := range []string{testToken, ""} {
+		r, _ := http.NewRequest("GET", e.url+"/v1/sandboxes", nil)
+		if tok != "" {
+			r.Header.Set("Authorization", "Bearer "+tok)
+		}
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.Header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("GET /v1/sandboxes (%d): X-Content-Type-Options %q; want nosniff", resp.StatusCode, resp.Header.Get("X-Content-Type-Options"))
+		}
 	}
 }
 
@@ -164,6 +199,32 @@ func TestExecHistory(t *testing.T) {
 	}
 	if recs := execs(); len(recs) != api.ExecHistoryLimit || strings.Join(recs[0].Argv, " ") != "count 1" {
 		t.Errorf("%d records, oldest %v; want %d, all count 1", len(recs), recs[0].Argv, api.ExecHistoryLimit)
+	}
+
+	// Argv is capped in bytes, each element counting one more than its
+	// length (70,000 empty strings are not free), and in elements.
+	for _, tc := range []struct {
+		name string
+		argv []string
+		want int
+	}{
+		{"empty-strings", append([]string{"count"}, make([]string, 70000)...), api.ExecHistoryArgvElems},
+		{"one-byte-strings", append([]string{"count"}, strings.Split(strings.Repeat("x", 3000), "")...), api.ExecHistoryArgvElems},
+		{"long-strings", append([]string{"count"}, strings.Repeat("y", 1100), strings.Repeat("y", 1100), strings.Repeat("y", 1100), strings.Repeat("y", 1100), "z"), 4},
+	} {
+		b, _ := json.Marshal(map[string]any{"argv": tc.argv})
+		if code, out := e.req(t, "POST", "/v1/sandboxes/h/exec", testToken, string(b)); code != 200 {
+			t.Fatalf("%s: exec %d %s", tc.name, code, out)
+		}
+		recs := execs()
+		r := recs[len(recs)-1]
+		cost := 0
+		for _, a := range r.Argv {
+			cost += len(a) + 1
+		}
+		if len(r.Argv) != tc.want || !r.ArgvTruncated || cost > api.ExecHistoryArgvBytes {
+			t.Errorf("%s: %d elements kept (%d bytes counted), truncated %v; want %d, truncated, at most %d bytes", tc.name, len(r.Argv), cost, r.ArgvTruncated, tc.want, api.ExecHistoryArgvBytes)
+		}
 	}
 
 	e.req(t, "DELETE", "/v1/sandboxes/h", testToken, "")

@@ -12,7 +12,8 @@ import (
 
 // The exec history (issue 21, for the web console): each sandbox's last
 // api.ExecHistoryLimit execs as api.ExecRecords, argv and output capped
-// (api.ExecHistoryArgvBytes, api.ExecHistoryOutputBytes), env and stdin
+// (api.ExecHistoryArgvBytes and api.ExecHistoryArgvElems,
+// api.ExecHistoryOutputBytes), env and stdin
 // never kept. It is keyed by the sandbox's id and stream tag, so a
 // sandbox launched again under the same id starts with none; a
 // sandbox's history goes with the sandbox (dropped on DELETE, and for
@@ -45,13 +46,15 @@ func historyKey(sb port.Sandbox) string {
 // the histories of sandboxes live no longer.
 func (h *execHistories) start(sb port.Sandbox, live []port.Sandbox, req api.ExecRequest) *execRecord {
 	r := &execRecord{rec: api.ExecRecord{Cwd: req.Cwd, StartedAt: time.Now(), State: api.ExecRunning, Output: []api.ExecOutput{}}}
+	// Each element costs its length plus one (as a C argv's NUL), so
+	// that empty strings are not free, and the elements are counted too.
 	n := 0
 	for _, a := range req.Argv {
-		if n+len(a) > api.ExecHistoryArgvBytes {
+		if n+len(a)+1 > api.ExecHistoryArgvBytes || len(r.rec.Argv) == api.ExecHistoryArgvElems {
 			r.rec.ArgvTruncated = true
 			break
 		}
-		n += len(a)
+		n += len(a) + 1
 		r.rec.Argv = append(r.rec.Argv, a)
 	}
 	if r.rec.Argv == nil {

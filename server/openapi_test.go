@@ -229,7 +229,7 @@ func (o *openAPI) checkResponse(t *testing.T, method, path string, resp *http.Re
 // operation and many of its statuses and validates each response.
 func TestOpenAPIResponses(t *testing.T) {
 	o := loadOpenAPI(t)
-	con := console.New()
+	con := console.New(0)
 	e := newEnv(t, func(c *Config) {
 		c.Terminal = TerminalConfig{Shell: "/bin/sh", Home: t.TempDir()}
 		c.Port.(*fakePort).max = 2

@@ -152,6 +152,9 @@ func (s *Server) routes() {
 // cookie (except /healthz), then the routes.
 func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// No answer is ever to be read as another type than it says (an
+		// exec's output in JSON taken for HTML or script).
+		w.Header().Set("X-Content-Type-Options", "nosniff")
 		// A DNS-rebinding page reaches us under its own host name; a
 		// loopback Host is all a local client ever sends.
 		if !loopbackHost(r.Host) {

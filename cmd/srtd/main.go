@@ -214,7 +214,14 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	}
 	defer os.Remove(*tokenFile)
 
-	con := console.New()
+	// The console's cookie is sent by the browser to every port of the
+	// host and can be replayed by any client holding it: only srtd's
+	// peer-uid check (Linux, loopback-only listener) keeps other users'
+	// connections out, so the console runs only where that check runs.
+	con := console.Disabled(consoleOff(ln.Addr(), peeruid.Supported))
+	if con.Off() == "" {
+		con = console.New(ln.Addr().(*net.TCPAddr).Port)
+	}
 	srv, err := server.New(server.Config{
 		Port: pt, Token: token, TokenFile: *tokenFile, Logger: lg, Console: con,
 		MaxBodyBytes: *maxBody, MaxExecs: *maxExecs, MaxTerminals: *maxTerminals,
@@ -230,7 +237,11 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	}
 	// The console's login URL: the one line its token is ever written
 	// to (SECURITY.md, "Web console"), plain to be clicked.
-	fmt.Fprintf(stderr, "Web console: %s\n", con.LoginURL(ln.Addr().String()))
+	if why := con.Off(); why != "" {
+		fmt.Fprintf(stderr, "Web console: off (%s)\n", why)
+	} else {
+		fmt.Fprintf(stderr, "Web console: %s\n", con.LoginURL(ln.Addr().String()))
+	}
 	hs := &http.Server{
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -422,6 +433,20 @@ func sandboxMode(flagValue string, getenv func(string) string) (bool, error) {
 func listensOnLoopbackOnly(a net.Addr) bool {
 	ta, ok := a.(*net.TCPAddr)
 	return ok && ta.IP.IsLoopback()
+}
+
+// consoleOff is why the web console must be off on listener a, or empty
+// when srtd's peer-uid check guards it: peerCheck (peeruid.Supported)
+// and a loopback-only listener, so that only srtd's own user and root
+// can reach the API at all (SECURITY.md, "srtd web console").
+func consoleOff(a net.Addr, peerCheck bool) string {
+	switch {
+	case !peerCheck:
+		return "this platform has no peer-uid check, so any local user could replay the session cookie a browser sends to every port"
+	case !listensOnLoopbackOnly(a):
+		return "srtd listens beyond loopback (--allow-non-loopback), where the peer-uid check cannot keep other hosts from replaying the session cookie"
+	}
+	return ""
 }
 
 // peerAllowed: srtd's own user, and root, who can read its token anyway.

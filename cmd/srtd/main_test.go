@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net"
 	"strings"
 	"testing"
 )
@@ -31,6 +32,32 @@ func TestSandboxMode(t *testing.T) {
 		}
 		if err != nil || on != tc.on {
 			t.Errorf("%+v: on %v err %v, want %v", tc, on, err, tc.on)
+		}
+	}
+}
+
+// TestConsoleOff: the web console runs only where the peer-uid check
+// keeps everyone but srtd's user and root out: with the check, on a
+// loopback-only listener.
+func TestConsoleOff(t *testing.T) {
+	for _, tc := range []struct {
+		addr      string
+		peerCheck bool
+		on        bool
+	}{
+		{"127.0.0.1:7777", true, true},
+		{"[::1]:7777", true, true},
+		{"0.0.0.0:7777", true, false},
+		{"[::]:7777", true, false},
+		{"192.0.2.1:7777", true, false},
+		{"127.0.0.1:7777", false, false},
+	} {
+		a, err := net.ResolveTCPAddr("tcp", tc.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if why := consoleOff(a, tc.peerCheck); (why == "") != tc.on {
+			t.Errorf("consoleOff(%s, peer check %v) = %q; want on %v", tc.addr, tc.peerCheck, why, tc.on)
 		}
 	}
 }

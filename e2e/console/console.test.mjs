@@ -73,9 +73,36 @@ async function asUser() {
   assert.equal(h['referrer-policy'], 'no-referrer');
   const [cookie] = await ctx.cookies();
   assert.ok(cookie && cookie.httpOnly && cookie.sameSite === 'Strict' && cookie.path === '/', 'the session cookie: ' + JSON.stringify(cookie));
+  assert.equal(cookie.name, 'srtd_console_' + new URL(base).port, "the cookie's name carries srtd's port");
   assert.notEqual(cookie.value, token, 'the cookie is not the login token');
   assert.equal(await page.evaluate(() => document.cookie), '', 'HttpOnly: no script sees the cookie');
   step('logged in through the printed URL');
+
+  // Cookie tossing: a page of another loopback port (cookies ignore
+  // ports) plants cookies of the console's name with longer paths, which
+  // Chromium sends before the real one. The console keeps working (the
+  // rest of this test runs with them) and does not reload.
+  const tosser = http.createServer((req, res) => {
+    res.writeHead(200, { 'Content-Type': 'text/html' });
+    res.end(`<script>for (const p of ['/v1', '/console']) document.cookie = '${cookie.name}=bogus; path=' + p + '; max-age=31536000';</script>tossed`);
+  });
+  await new Promise((resolve) => tosser.listen(0, new URL(base).hostname, resolve));
+  const tp = await ctx.newPage();
+  await tp.goto(`http://${new URL(base).hostname}:${tosser.address().port}/`);
+  await tp.close();
+  tosser.close();
+  const tossed = (await ctx.cookies()).filter((c) => c.name === cookie.name && c.value === 'bogus');
+  assert.equal(tossed.length, 2, 'the tossed cookies are in the jar: ' + JSON.stringify(await ctx.cookies()));
+  let navigations = 0;
+  const countNav = (f) => { if (f === page.mainFrame()) navigations++; };
+  page.on('framenavigated', countNav);
+  assert.equal((await page.reload()).status(), 200, 'the page with tossed cookies');
+  assert.equal(await page.evaluate(async () => (await fetch('/v1/sandboxes')).status), 200, 'an API call with tossed cookies');
+  await page.waitForTimeout(2500); // a poll or two
+  assert.equal(navigations, 1, 'navigations after the reload (a 401 reload loop?)');
+  assert.ok(await page.locator('#logged-out').isHidden(), 'the logged-out banner with a live session');
+  page.off('framenavigated', countNav);
+  step('cookies tossed from another loopback port: the console still works, no reload');
 
   // Launch a session from the form; the list shows its real backend.
   const id = 'web-' + Date.now().toString(36);
@@ -150,6 +177,23 @@ async function asUser() {
   await page.locator('#d-state', { hasText: 'destroyed' }).waitFor();
   await item.waitFor({ state: 'detached' });
   step('destroyed from the page');
+
+  // A 401 the page cannot cure shows the logged-out state once: no
+  // reload (a loop when the 401 outlives it), polling stopped.
+  {
+    const p2 = await ctx.newPage();
+    await p2.goto(base + '/console/');
+    let calls = 0;
+    await p2.route('**/v1/sandboxes', (r) => { calls++; r.fulfill({ status: 401, contentType: 'application/json', body: '{"error":"missing or bad bearer token"}' }); });
+    let navs = 0;
+    p2.on('framenavigated', (f) => { if (f === p2.mainFrame()) navs++; });
+    await p2.locator('#logged-out').waitFor();
+    await p2.waitForTimeout(4500); // two poll periods
+    assert.equal(navs, 0, 'navigations after a 401 (a reload loop)');
+    assert.ok(calls <= 1, `${calls} polls after the 401; want polling stopped`);
+    await p2.close();
+  }
+  step('a 401: the logged-out banner, no reload, polling stopped');
 
   // Log out: the login page again, and the API refuses the old cookie.
   await page.locator('#logout button').click();

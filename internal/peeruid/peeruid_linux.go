@@ -11,6 +11,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// Supported tells whether UID is offered on this platform (Filter then
+// checks every peer).
+const Supported = true
+
 // UID returns the uid owning the client end of c: the socket whose local
 // address is c's remote one and whose remote address is c's local one,
 // asked of the kernel by that exact 4-tuple (sock_diag(7): an

@@ -48,6 +48,12 @@ type Warm struct {
 // and of calls on a sandbox that has ended.
 var ErrSandboxEnded = errors.New("sandbox ended")
 
+// ErrExecTooLarge is wrapped by Exec's error when the command's argv and
+// environment do not fit one packet of the agent channel
+// (wire.MaxAgentMsg, or the host's socket buffer cap): the command did
+// not start, and the sandbox goes on.
+var ErrExecTooLarge = errors.New("argv and environment too large for the sandbox's exec channel")
+
 // WarmExec is one command running in a Warm sandbox.
 type WarmExec struct {
 	// ID identifies the command in Signal.
@@ -97,6 +103,10 @@ func StartWarm(ctx context.Context, cfg Config) (*Warm, error) {
 		return nil, setupErr("agent channel: %w", err)
 	}
 	w.conn = c.(*net.UnixConn)
+	// A packet must fit the send buffer whole (else EMSGSIZE): make room
+	// for wire.MaxAgentMsg (the kernel doubles the value, capped by
+	// net.core.wmem_max; a smaller cap leaves Exec's ErrExecTooLarge).
+	w.conn.SetWriteBuffer(wire.MaxAgentMsg)
 	ready := make(chan struct{})
 	go w.read(ready)
 	go func() {
@@ -213,12 +223,16 @@ func (w *Warm) Exec(c WarmCommand) (*WarmExec, error) {
 	b, _ := json.Marshal(wire.AgentMsg{Op: wire.AgentExec, ID: e.ID, Argv: c.Argv, Env: c.Env, Dir: c.Dir, TTY: c.TTY})
 	if len(b) > wire.MaxAgentMsg {
 		w.forget(e.ID)
-		return nil, fmt.Errorf("exec: argv and environment are %d bytes, more than %d", len(b), wire.MaxAgentMsg)
+		return nil, fmt.Errorf("exec: %w: %d bytes encoded, more than %d", ErrExecTooLarge, len(b), wire.MaxAgentMsg)
 	}
 	rights := unix.UnixRights(int(c.Stdin.Fd()), int(c.Stdout.Fd()), int(c.Stderr.Fd()))
 	w.wmu.Lock()
 	_, _, err := w.conn.WriteMsgUnix(b, rights, nil)
 	w.wmu.Unlock()
+	if errors.Is(err, syscall.EMSGSIZE) {
+		w.forget(e.ID)
+		return nil, fmt.Errorf("exec: %w: %d bytes encoded, more than the socket buffer takes (%w)", ErrExecTooLarge, len(b), err)
+	}
 	if err != nil {
 		w.forget(e.ID)
 		return nil, fmt.Errorf("exec: %w (%w)", ErrSandboxEnded, err)

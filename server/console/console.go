@@ -19,6 +19,7 @@ import (
 	"crypto/subtle"
 	"embed"
 	"encoding/hex"
+	"fmt"
 	"io/fs"
 	"net"
 	"net/http"
@@ -35,8 +36,11 @@ var assets embed.FS
 // requests are its own.
 const Prefix = "/console/"
 
-// CookieName is the session cookie's name.
-const CookieName = "srtd_console"
+// CookiePrefix begins every session cookie's name; Console.CookieName
+// is it with srtd's port. Cookies ignore ports: two srtd on one host
+// share one cookie jar, and a name of their own keeps one login from
+// overwriting the other's.
+const CookiePrefix = "srtd_console_"
 
 // MaxSessions bounds the console sessions (logins) kept at once; a login
 // past it ends the oldest.
@@ -51,6 +55,10 @@ const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-sr
 // sessions logged in with it. Create it with New.
 type Console struct {
 	token  string
+	cookie string // the session cookie's name
+	// off, when set, is why the console is off (Disabled): it serves
+	// only that reason and authorizes nothing.
+	off    string
 	static http.Handler
 
 	mu sync.Mutex
@@ -61,14 +69,34 @@ type Console struct {
 	order    [][32]byte
 }
 
-// New returns a Console with a fresh 256-bit login token.
-func New() *Console {
+// New returns the Console of an srtd listening on port, with a fresh
+// 256-bit login token; its session cookie is named CookiePrefix+port.
+//
+// Only serve it where the API's connections are limited to srtd's own
+// user (srtd's peer-uid check on a loopback-only listener): a browser
+// sends the cookie to every port of the host, and anything that holds
+// it can replay it with the fetch-metadata headers a browser would send
+// (SECURITY.md, "srtd web console"). Elsewhere serve Disabled.
+func New(port int) *Console {
 	sub, err := fs.Sub(assets, "assets")
 	if err != nil {
 		panic(err) // the embedded tree is fixed at build time
 	}
-	return &Console{token: randomHex(32), static: http.FileServerFS(sub), sessions: map[[32]byte]struct{}{}}
+	return &Console{token: randomHex(32), cookie: fmt.Sprintf("%s%d", CookiePrefix, port), static: http.FileServerFS(sub), sessions: map[[32]byte]struct{}{}}
 }
+
+// Disabled returns a console that is off: every /console/ request is
+// answered 404 with why (reason, one sentence), and no cookie
+// authorizes anything.
+func Disabled(reason string) *Console {
+	return &Console{off: reason, sessions: map[[32]byte]struct{}{}}
+}
+
+// Off is why the console is off (Disabled), or empty when it is on.
+func (c *Console) Off() string { return c.off }
+
+// CookieName is the name of the console's session cookie.
+func (c *Console) CookieName() string { return c.cookie }
 
 // LoginURL is the one URL srtd prints at start: the console on addr (the
 // listening address, host:port) with the login token. A listener on
@@ -103,23 +131,42 @@ func Owns(r *http.Request) bool {
 // of another port of the same host is the same site, so SameSite=Strict
 // lets the cookie go with its requests; the browser's fetch metadata
 // does not lie for it, and such a request is not authorized.
+//
+// Any one of the cookies of that name may be the live session: a page
+// of another port may plant ("toss") cookies of the same name with a
+// longer path, which the browser sends first.
 func (c *Console) Authorizes(r *http.Request) bool {
+	if c.off != "" {
+		return false
+	}
 	if r.Header.Get("Origin") == "" && r.Header.Get("Sec-Fetch-Site") != "same-origin" {
 		return false
 	}
 	return c.loggedIn(r)
 }
 
+// loggedIn reports whether any cookie of the console's name is a live
+// session (see Authorizes).
 func (c *Console) loggedIn(r *http.Request) bool {
-	ck, err := r.Cookie(CookieName)
-	if err != nil || ck.Value == "" {
-		return false
-	}
-	h := sha256.Sum256([]byte(ck.Value))
+	return len(c.liveSessions(r)) > 0
+}
+
+// liveSessions returns the hashes of r's cookies of the console's name
+// that are live sessions.
+func (c *Console) liveSessions(r *http.Request) [][32]byte {
+	var live [][32]byte
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	_, ok := c.sessions[h]
-	return ok
+	for _, ck := range r.CookiesNamed(c.cookie) {
+		if ck.Value == "" {
+			continue
+		}
+		h := sha256.Sum256([]byte(ck.Value))
+		if _, ok := c.sessions[h]; ok {
+			live = append(live, h)
+		}
+	}
+	return live
 }
 
 // ServeHTTP serves the console: GET /console/?token=… logs in (cookie,
@@ -128,8 +175,16 @@ func (c *Console) loggedIn(r *http.Request) bool {
 // /console/logout ends the session; other paths are the embedded
 // assets (code only: no data is ever in them). Every answer carries the
 // CSP and the headers of secureHeaders.
+//
+// A Disabled console answers every request 404 with its reason.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	secureHeaders(w.Header())
+	if c.off != "" {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprintf(w, "The srtd web console is off: %s\nThe API (bearer token) is served as usual.\n", c.off)
+		return
+	}
 	switch {
 	case r.URL.Path == "/console":
 		http.Redirect(w, r, Prefix, http.StatusMovedPermanently)
@@ -163,7 +218,7 @@ func (c *Console) page(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		http.SetCookie(w, &http.Cookie{
-			Name:  CookieName,
+			Name:  c.cookie,
 			Value: c.newSession(),
 			Path:  "/",
 			// Secure is impossible: the console is plain http on
@@ -202,14 +257,13 @@ func serveAsset(w http.ResponseWriter, name string, status int) {
 }
 
 func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
-	if ck, err := r.Cookie(CookieName); err == nil {
-		h := sha256.Sum256([]byte(ck.Value))
+	for _, h := range c.liveSessions(r) {
 		c.mu.Lock()
 		delete(c.sessions, h)
 		c.order = slices.DeleteFunc(c.order, func(x [32]byte) bool { return x == h })
 		c.mu.Unlock()
 	}
-	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, &http.Cookie{Name: c.cookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, Prefix, http.StatusSeeOther)
 }
 

@@ -41,14 +41,14 @@ func login(t *testing.T, c *Console) *http.Cookie {
 		t.Fatalf("login: %d Location %q; want 303 to %s", resp.StatusCode, resp.Header.Get("Location"), Prefix)
 	}
 	cs := resp.Cookies()
-	if len(cs) != 1 || cs[0].Name != CookieName {
-		t.Fatalf("login cookies %v; want one %s", cs, CookieName)
+	if len(cs) != 1 || cs[0].Name != "srtd_console_7777" {
+		t.Fatalf("login cookies %v; want one srtd_console_7777", cs)
 	}
 	return cs[0]
 }
 
 func TestLoginURL(t *testing.T) {
-	c := New()
+	c := New(7777)
 	for addr, want := range map[string]string{
 		"127.0.0.1:7777": "http://127.0.0.1:7777/console/?token=",
 		"[::1]:7777":     "http://[::1]:7777/console/?token=",
@@ -60,8 +60,11 @@ func TestLoginURL(t *testing.T) {
 			t.Errorf("LoginURL(%s) = %q; want %s + the 64-digit token", addr, got, want)
 		}
 	}
-	if New().token == c.token {
+	if New(7777).token == c.token {
 		t.Error("two consoles share a login token")
+	}
+	if New(7778).CookieName() == c.CookieName() {
+		t.Error("srtd on two ports share a cookie name: one's login overwrites the other's")
 	}
 }
 
@@ -69,7 +72,7 @@ func TestLoginURL(t *testing.T) {
 // (plain http on loopback) not Secure; the redirect drops the token; the
 // token appears in no header of the answer.
 func TestLoginCookie(t *testing.T) {
-	c := New()
+	c := New(7777)
 	u, _ := url.Parse(c.LoginURL("127.0.0.1:7777"))
 	resp := serve(t, c, "GET", u.RequestURI(), nil)
 	ck := resp.Cookies()[0]
@@ -101,7 +104,7 @@ func TestLoginCookie(t *testing.T) {
 // TestLoginRequired: without the token or a live cookie, the login page
 // with 401, and nothing else.
 func TestLoginRequired(t *testing.T) {
-	c := New()
+	c := New(7777)
 	for name, tc := range map[string]struct {
 		target string
 		cookie *http.Cookie
@@ -110,8 +113,8 @@ func TestLoginRequired(t *testing.T) {
 		"index":           {Prefix + "index.html", nil},
 		"bad-token":       {Prefix + "?token=" + strings.Repeat("0", 64), nil},
 		"empty-token":     {Prefix + "?token=", nil},
-		"forged-cookie":   {Prefix, &http.Cookie{Name: CookieName, Value: strings.Repeat("a", 64)}},
-		"token-as-cookie": {Prefix, &http.Cookie{Name: CookieName, Value: c.token}},
+		"forged-cookie":   {Prefix, &http.Cookie{Name: c.CookieName(), Value: strings.Repeat("a", 64)}},
+		"token-as-cookie": {Prefix, &http.Cookie{Name: c.CookieName(), Value: c.token}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			resp := serve(t, c, "GET", tc.target, tc.cookie)
@@ -128,7 +131,7 @@ func TestLoginRequired(t *testing.T) {
 
 // TestHeaders: every console answer carries the CSP and its companions.
 func TestHeaders(t *testing.T) {
-	c := New()
+	c := New(7777)
 	ck := login(t, c)
 	for _, target := range []string{Prefix, Prefix + "?token=x", Prefix + "app.js", Prefix + "style.css", Prefix + "vendor/xterm/xterm.js", Prefix + "vendor/", Prefix + "nope", "/console"} {
 		resp := serve(t, c, "GET", target, ck)
@@ -156,7 +159,7 @@ func TestHeaders(t *testing.T) {
 // TestAuthorizes: an API call is the console's only with a live cookie
 // and the browser's word that it is same-origin.
 func TestAuthorizes(t *testing.T) {
-	c := New()
+	c := New(7777)
 	ck := login(t, c)
 	for _, tc := range []struct {
 		name   string
@@ -170,8 +173,8 @@ func TestAuthorizes(t *testing.T) {
 		{"other-port-same-site", ck, map[string]string{"Sec-Fetch-Site": "same-site"}, false},
 		{"typed-in-address-bar", ck, map[string]string{"Sec-Fetch-Site": "none"}, false},
 		{"no-cookie", nil, map[string]string{"Sec-Fetch-Site": "same-origin"}, false},
-		{"forged-cookie", &http.Cookie{Name: CookieName, Value: "x"}, map[string]string{"Sec-Fetch-Site": "same-origin"}, false},
-		{"login-token-as-cookie", &http.Cookie{Name: CookieName, Value: c.token}, map[string]string{"Sec-Fetch-Site": "same-origin"}, false},
+		{"forged-cookie", &http.Cookie{Name: c.CookieName(), Value: "x"}, map[string]string{"Sec-Fetch-Site": "same-origin"}, false},
+		{"login-token-as-cookie", &http.Cookie{Name: c.CookieName(), Value: c.token}, map[string]string{"Sec-Fetch-Site": "same-origin"}, false},
 	} {
 		r := httptest.NewRequest("GET", "/v1/sandboxes", nil)
 		if tc.cookie != nil {
@@ -186,10 +189,56 @@ func TestAuthorizes(t *testing.T) {
 	}
 }
 
+// TestTossedCookie: a page of another port of the host can plant cookies
+// of the console's name with a longer path, which browsers send first;
+// any live one among them is the session, and logout ends it.
+func TestTossedCookie(t *testing.T) {
+	c := New(7777)
+	ck := login(t, c)
+	r := httptest.NewRequest("GET", "/v1/sandboxes", nil)
+	r.Header.Set("Sec-Fetch-Site", "same-origin")
+	r.Header.Set("Cookie", c.CookieName()+"=bogus; "+c.CookieName()+"="+ck.Value)
+	if !c.Authorizes(r) {
+		t.Error("a tossed cookie first: the live session behind it is not seen")
+	}
+	page := httptest.NewRequest("GET", Prefix, nil)
+	page.Header = r.Header.Clone()
+	w := httptest.NewRecorder()
+	c.ServeHTTP(w, page)
+	if w.Code != 200 {
+		t.Errorf("the page with a tossed cookie first: %d; want 200", w.Code)
+	}
+	out := httptest.NewRequest("POST", Prefix+"logout", nil)
+	out.Header = r.Header.Clone()
+	c.ServeHTTP(httptest.NewRecorder(), out)
+	if c.loggedIn(withCookie(ck)) {
+		t.Error("logout with a tossed cookie first left the session live")
+	}
+}
+
+// TestDisabled: an off console answers 404 with its reason everywhere
+// and authorizes no cookie, not even a session of a console that was on.
+func TestDisabled(t *testing.T) {
+	on := New(7777)
+	ck := login(t, on)
+	c := Disabled("no peer-uid check here")
+	for _, target := range []string{Prefix, Prefix + "?token=" + on.token, Prefix + "app.js", "/console"} {
+		resp := serve(t, c, "GET", target, ck)
+		if b := body(t, resp); resp.StatusCode != 404 || !strings.Contains(b, "off: no peer-uid check here") || len(resp.Cookies()) != 0 {
+			t.Errorf("GET %s: %d %q %v; want 404 with the reason, no cookie", target, resp.StatusCode, b, resp.Cookies())
+		}
+	}
+	r := withCookie(&http.Cookie{Name: CookiePrefix + "7777", Value: ck.Value})
+	r.Header.Set("Sec-Fetch-Site", "same-origin")
+	if c.Authorizes(r) || c.Off() == "" || on.Off() != "" {
+		t.Error("an off console authorizes a cookie, or Off is wrong")
+	}
+}
+
 // TestSessionsBounded: past MaxSessions logins the oldest ends; logout
 // ends its own.
 func TestSessionsBounded(t *testing.T) {
-	c := New()
+	c := New(7777)
 	first := login(t, c)
 	var last *http.Cookie
 	for range MaxSessions {

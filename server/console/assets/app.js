@@ -25,8 +25,22 @@
     constructor(status, msg) { super(msg); this.status = status; }
   }
 
-  // api calls srtd; a 401 means the console session is gone: reload,
-  // which shows the login-required page.
+  // loggedOut shows, once, that srtd no longer takes this page's
+  // session (a 401): polling and the event stream stop and the page says
+  // how to log in again. Never a reload: a 401 that a reload cannot cure
+  // (a cookie planted by another port's page) would loop.
+  let poll = null;
+  let gone = false;
+  function loggedOut() {
+    if (gone) return;
+    gone = true;
+    if (poll !== null) clearInterval(poll);
+    if (events) events.close();
+    $('logged-out').hidden = false;
+    document.body.classList.add('logged-out');
+  }
+
+  // api calls srtd; a 401 means the console session is gone (loggedOut).
   async function api(method, path, body) {
     const opts = { method, headers: {}, credentials: 'same-origin' };
     if (body !== undefined) {
@@ -35,7 +49,7 @@
     }
     const r = await fetch(path, opts);
     if (r.status === 401) {
-      location.reload();
+      loggedOut();
       throw new APIError(401, 'logged out');
     }
     const json = (r.headers.get('Content-Type') || '').startsWith('application/json') ? await r.json() : null;
@@ -69,7 +83,7 @@
       list = await api('GET', '/v1/sandboxes');
       $('status').textContent = '';
     } catch (e) {
-      $('status').textContent = 'srtd unreachable: ' + e.message;
+      if (!gone) $('status').textContent = 'srtd unreachable: ' + e.message;
       return;
     }
     handles = new Map(list.map((h) => [h.sessionId, h]));
@@ -211,6 +225,7 @@
       headers: { 'Content-Type': 'application/json' },
       body: JSON.stringify({ argv: ['sh', '-c', cmd] }),
     });
+    if (r.status === 401) loggedOut();
     if (!r.ok) {
       const j = await r.json().catch(() => null);
       throw new APIError(r.status, (j && j.error) || String(r.status));
@@ -374,5 +389,5 @@
     $('probe').textContent = `${p.platform}: ${p.available ? 'native available' : p.note} · ${vm}`;
   }).catch(() => {});
   refreshList();
-  setInterval(refreshList, 2000);
+  poll = setInterval(refreshList, 2000);
 })();
