@@ -66,6 +66,9 @@ func TestDebianPackage(t *testing.T) {
 	if got := run(t, filepath.Join(dir, "usr/bin/srt"), "--version"); got != "srt "+version+"\n" {
 		t.Errorf("srt --version = %q", got)
 	}
+	if got := run(t, filepath.Join(dir, "usr/bin/srtd"), "--version"); got != "srtd "+version+"\n" {
+		t.Errorf("srtd --version = %q", got)
+	}
 	if got := run(t, filepath.Join(dir, "usr/bin/srtd"), "--help"); !strings.Contains(got, "Usage: srtd") {
 		t.Errorf("srtd --help = %q", got)
 	}

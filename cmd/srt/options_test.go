@@ -3,8 +3,8 @@ package main
 import (
 	"flag"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -38,22 +38,10 @@ func TestCompletionSyntax(t *testing.T) {
 }
 
 // TestBashCompletion completes srt command lines in bash as the shell
-// does (COMP_WORDS, COMP_CWORD, then the function complete -p names):
-// options before the command, files after -s, values after --backend,
-// and the command's own words after it.
+// does: options before the command, files after -s, values after
+// --backend, and the command's own words after it.
 func TestBashCompletion(t *testing.T) {
-	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("no bash")
-	}
 	dir := t.TempDir()
-	script, err := program.Completion("bash")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sf := filepath.Join(dir, "srt.bash")
-	if err := os.WriteFile(sf, []byte(script), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	settingsFile := filepath.Join(dir, "my-settings.json")
 	if err := os.WriteFile(settingsFile, []byte("{}"), 0o644); err != nil {
 		t.Fatal(err)
@@ -77,64 +65,41 @@ func TestBashCompletion(t *testing.T) {
 		{[]string{"srt", "--", "--set"}, nil, []string{"--settings"}},                        // the command
 		{[]string{"srt", "-q", "ls", filepath.Join(dir, "my")}, []string{settingsFile}, nil}, // files for the command
 	} {
-		var sh strings.Builder
-		sh.WriteString("source " + sf + "\n")
-		sh.WriteString("complete -p srt | grep -q -- '-F _srt srt$' || { echo 'complete -p srt: not registered' >&2; exit 1; }\n")
-		sh.WriteString("COMP_WORDS=(")
-		for _, w := range tc.words {
-			sh.WriteString(" '" + w + "'")
-		}
-		sh.WriteString(")\nCOMP_CWORD=$((${#COMP_WORDS[@]} - 1))\n")
-		sh.WriteString("_srt 2>/dev/null\nprintf '%s\\n' \"${COMPREPLY[@]}\"\n")
-		out, err := exec.Command("bash", "--norc", "--noprofile", "-c", sh.String()).Output()
-		if err != nil {
-			t.Fatalf("%q: %v", tc.words, err)
-		}
-		got := strings.Split(strings.TrimSpace(string(out)), "\n")
-		has := func(w string) bool {
-			for _, g := range got {
-				if g == w {
-					return true
-				}
-			}
-			return false
-		}
+		got := cmdlinetest.BashComplete(t, program, tc.words)
 		for _, w := range tc.want {
-			if !has(w) {
+			if !slices.Contains(got, w) {
 				t.Errorf("%q: COMPREPLY %q has no %q", tc.words, got, w)
 			}
 		}
 		for _, w := range tc.wantNone {
-			if has(w) {
+			if slices.Contains(got, w) {
 				t.Errorf("%q: COMPREPLY %q offers %q", tc.words, got, w)
 			}
 		}
 	}
 }
 
-// TestFishCompletion asks fish itself what it completes.
+// TestFishCompletion asks fish itself what it completes: srt's options
+// before the command, and after it (or after --) the command's own
+// completion, git's and ls's as fish ships them.
 func TestFishCompletion(t *testing.T) {
-	if _, err := exec.LookPath("fish"); err != nil {
-		t.Skip("fish is not installed (scripts/setup.sh installs it)")
-	}
-	script, _ := program.Completion("fish")
-	sf := filepath.Join(t.TempDir(), "srt.fish")
-	if err := os.WriteFile(sf, []byte(script), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	for _, tc := range []struct{ line, want, notWant string }{
 		{"srt --set", "--settings", ""},
 		{"srt --backend ", "microvm", ""},
 		{"srt echo --set", "", "--settings"},
+		{"srt -- --set", "", "--settings"},
+		{"srt gi", "git\t", ""},
+		{"srt -q -- gi", "git\t", ""},
+		{"srt git chec", "checkout", ""},
+		{"srt -s x --debug git chec", "checkout", ""},
+		{"srt -- git chec", "checkout", ""},
+		{"srt ls --al", "--all", "--settings"},
 	} {
-		out, err := exec.Command("fish", "--no-config", "-c", "source "+sf+"; complete -C '"+tc.line+"'").Output()
-		if err != nil {
-			t.Fatalf("%q: %v", tc.line, err)
-		}
-		if tc.want != "" && !strings.Contains(string(out), tc.want) {
+		out := cmdlinetest.FishComplete(t, program, tc.line)
+		if tc.want != "" && !strings.Contains(out, tc.want) {
 			t.Errorf("%q: fish offers %q, no %q", tc.line, out, tc.want)
 		}
-		if tc.notWant != "" && strings.Contains(string(out), tc.notWant) {
+		if tc.notWant != "" && strings.Contains(out, tc.notWant) {
 			t.Errorf("%q: fish offers %q", tc.line, tc.notWant)
 		}
 	}

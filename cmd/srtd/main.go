@@ -106,6 +106,9 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	case *f.man:
 		fmt.Fprint(stdout, program.Man())
 		return nil
+	case *f.version:
+		fmt.Fprintf(stdout, "srtd %s\n", version)
+		return nil
 	case *f.completion != "":
 		script, err := program.Completion(*f.completion)
 		if err != nil {

@@ -49,14 +49,23 @@ var program = &cmdline.Program{
 		{Long: "debug", Help: "debug log lines"},
 		{Long: "completion", Arg: "SHELL", Complete: cmdline.Values, Values: cmdline.Shells, Help: "print the completion script for SHELL (bash, zsh or fish) and exit"},
 		{Long: "man", Help: "print this manual page (roff) and exit"},
+		{Short: "V", Long: "version", Help: "print the version and exit"},
 		{Short: "h", Long: "help", Help: "print this help and exit"},
+	},
+	Subcommands: []cmdline.Subcommand{
+		{Name: "completion", Arg: "SHELL", Brief: "print the completion script for SHELL", Values: cmdline.Shells},
 	},
 	Epilog: []string{"Exit status: 0 after a signal, 2 for a usage error, 1 otherwise."},
 	Sections: []cmdline.Section{
 		{Title: "Exit status", Items: []cmdline.Item{
-			{Term: "0", Text: "stopped by SIGTERM or SIGINT (every sandbox destroyed), or --help, --man, --completion."},
+			{Term: "0", Text: "stopped by SIGTERM or SIGINT (every sandbox destroyed), or --help, --man, --completion, --version."},
 			{Term: "1", Text: "srtd could not start or serve (the address is taken, the token file cannot be written)."},
 			{Term: "2", Text: "a usage error: an unknown option or a bad value."},
+		}},
+		{Title: "Web console", Paras: []string{
+			"srtd serves a web console of its own at /console/: its sessions with the backend each really runs on, their violations as they happen and exec history, a terminal, and buttons that launch, suspend, resume and destroy sessions. At start srtd prints one line with the URL to open: Web console: http://127.0.0.1:7777/console/?token=.... The URL holds a login token, new at every start: opening it logs the browser in (a cookie) and drops the token from the address bar. The console can do whatever the API token can, so treat the URL like the token file.",
+			"The console runs only on Linux with a loopback-only --addr, where srtd checks that each connection comes from its own user; elsewhere, and with --allow-non-loopback, the line says Web console: off and why, and only the bearer-token API is served.",
+			"Under the systemd user unit, srtd's start-up lines, the console's URL among them, go to the user's journal: journalctl --user -u srtd.",
 		}},
 		{Title: "Environment", Items: []cmdline.Item{
 			{Term: "CC_SERVER_SANDBOX, SRTD_SANDBOX", Text: "on or off: --sandbox when it is not given (the first set wins)."},
@@ -67,7 +76,7 @@ var program = &cmdline.Program{
 		}},
 		{Title: "Files", Items: []cmdline.Item{
 			{Term: "$XDG_RUNTIME_DIR/srtd/token, ~/.srtd/token", Text: "the bearer token (mode 0600), replaced at each start and removed at exit."},
-			{Term: "/usr/lib/systemd/user/srtd.service", Text: "the systemd user unit of the Debian package: systemctl --user start srtd."},
+			{Term: "/usr/lib/systemd/user/srtd.service", Text: "the systemd user unit of the Debian package: systemctl --user enable --now srtd; its log, with the web console's URL, is in the user's journal (journalctl --user -u srtd)."},
 		}},
 		{Title: "See also", Paras: []string{"srt(1), bwrap(1), https://github.com/srt-go/srt"}},
 	},
@@ -77,7 +86,7 @@ var program = &cmdline.Program{
 type flags struct {
 	addr, tokenFile, sandbox, addrFile, defaultBackend, nameGlobs, bwrap *string
 	microvm, termNet, memLimit, cgroupParent, completion                 *string
-	nonLoopback, debug, man, help, h                                     *bool
+	nonLoopback, debug, man, help, h, version                            *bool
 	maxSessions, maxExecs, maxTerminals, maxConns, maxAPIConns           *int
 	maxBody                                                              *int64
 }
@@ -125,7 +134,14 @@ func newFlagSet() (*flag.FlagSet, *flags) {
 		completion:     fs.String("completion", "", ""),
 		man:            fs.Bool("man", false, ""),
 		help:           fs.Bool("help", false, ""),
+		version:        new(bool),
 		h:              fs.Bool("h", false, ""),
 	}
+	fs.BoolVar(f.version, "V", false, "")
+	fs.BoolVar(f.version, "version", false, "")
 	return fs, f
 }
+
+// version is set at build time with -ldflags "-X main.version=..."
+// (scripts/build-deb.sh sets it to the package's version).
+var version = "0.1.0-dev"

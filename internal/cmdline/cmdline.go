@@ -61,6 +61,16 @@ type Section struct {
 	Items []Item
 }
 
+// Subcommand is a word that may stand where the options end and takes one
+// argument from Values: srtd's "completion SHELL". Only the completions
+// know them; say what they do in the Description.
+type Subcommand struct {
+	Name, Arg string
+	// Brief is the completion menus' description.
+	Brief  string
+	Values []string
+}
+
 // Program is one program's command line.
 type Program struct {
 	Name    string
@@ -75,6 +85,8 @@ type Program struct {
 	Options      []Option
 	// Positional is what follows the options: Nothing or Command.
 	Positional Complete
+	// Subcommands may follow the options when Positional is Nothing.
+	Subcommands []Subcommand
 	// Epilog are paragraphs --help prints after the options.
 	Epilog []string
 	// Sections are the man page's further sections.

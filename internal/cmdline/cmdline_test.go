@@ -48,3 +48,30 @@ func TestHelpWraps(t *testing.T) {
 		}
 	}
 }
+
+// TestManDefaultOnce: the man page adds "Default: X." only when the help
+// text does not say it already.
+func TestManDefaultOnce(t *testing.T) {
+	p := &Program{Name: "x", Options: []Option{
+		{Long: "backend", Arg: "NAME", Default: "native", Help: "native or microvm (default: native)"},
+		{Long: "n", Arg: "N", Default: "64", Help: "how many"},
+		{Long: "addr", Arg: "A", Default: "127.0.0.1:7777", Help: "listen address, default 127.0.0.1:77770"},
+	}}
+	man := p.Man()
+	if n := strings.Count(strings.ToLower(man), "default: native"); n != 1 {
+		t.Errorf("the default of --backend is said %d times:\n%s", n, man)
+	}
+	if !strings.Contains(man, "how many\nDefault: 64.\n") {
+		t.Errorf("no Default line for -n:\n%s", man)
+	}
+	if !strings.Contains(man, "Default: 127.0.0.1:7777.\n") {
+		t.Errorf("a longer value in the text taken for the default:\n%s", man)
+	}
+	for help, want := range map[string]bool{
+		"x (default: native)": true, "Default native.": true, "default nativeish": false, "no default": false,
+	} {
+		if got := statesDefault(help, "native"); got != want {
+			t.Errorf("statesDefault(%q, native) = %v", help, got)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package cmdline
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -14,6 +15,14 @@ func roff(s string) string {
 		s = `\&` + s
 	}
 	return s
+}
+
+// statesDefault reports whether help already says the default is def
+// ("default: native", "default native", "(default 64)"), so that the man
+// page does not say it twice.
+func statesDefault(help, def string) bool {
+	re := regexp.MustCompile(`(?i)\bdefault:?\s+` + regexp.QuoteMeta(def) + `($|[^\w.:-]|\.($|\s))`)
+	return re.MatchString(help)
 }
 
 // paras writes paragraphs, each a line (roff fills it).
@@ -57,7 +66,7 @@ func (p *Program) Man() string {
 			arg = ` \fI` + roff(o.Arg) + `\fR`
 		}
 		fmt.Fprintf(&b, ".TP\n%s%s\n%s\n", strings.Join(names, ", "), arg, roff(o.Help))
-		if o.Default != "" {
+		if o.Default != "" && !statesDefault(o.Help, o.Default) {
 			fmt.Fprintf(&b, "Default: %s.\n", roff(o.Default))
 		}
 	}

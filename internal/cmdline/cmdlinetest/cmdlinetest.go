@@ -1,10 +1,11 @@
 // Package cmdlinetest holds the checks each program's tests run on its
-// cmdline.Program: the shells accept its completion scripts, and its man
-// page file is current and renders.
+// cmdline.Program: the shells accept its completion scripts and complete
+// its command lines, and its man page file is current and renders.
 package cmdlinetest
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -92,6 +93,67 @@ func CheckMan(t *testing.T, p *cmdline.Program, file string, update bool) {
 			}
 		}
 	}
+}
+
+// BashComplete returns what p's bash completion offers when words are
+// on the line, the last under the cursor, as bash calls it (COMP_WORDS,
+// COMP_CWORD, then the function complete -p names), without
+// bash-completion loaded. It skips the test when bash is not installed.
+func BashComplete(t *testing.T, p *cmdline.Program, words []string) []string {
+	t.Helper()
+	if !lookPath("bash") {
+		t.Skip("bash is not installed")
+	}
+	script, err := p.Completion("bash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sf := filepath.Join(t.TempDir(), p.Name+".bash")
+	if err := os.WriteFile(sf, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fn := "_" + strings.ReplaceAll(p.Name, "-", "_")
+	var sh strings.Builder
+	sh.WriteString("source " + sf + "\n")
+	fmt.Fprintf(&sh, "complete -p %s | grep -q -- '-F %s %s$' || { echo 'complete -p %s: not registered' >&2; exit 1; }\n", p.Name, fn, p.Name, p.Name)
+	sh.WriteString("COMP_WORDS=(")
+	for _, w := range words {
+		sh.WriteString(" '" + w + "'")
+	}
+	sh.WriteString(")\nCOMP_CWORD=$((${#COMP_WORDS[@]} - 1))\n")
+	fmt.Fprintf(&sh, "%s 2>/dev/null\nprintf '%%s\\n' \"${COMPREPLY[@]}\"\n", fn)
+	out, err := exec.Command("bash", "--norc", "--noprofile", "-c", sh.String()).Output()
+	if err != nil {
+		t.Fatalf("%q: %v", words, err)
+	}
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
+}
+
+// FishComplete returns fish's completions for line (complete -C) with
+// p's fish script and fish's own completions loaded, nothing from the
+// user's configuration. It skips the test when fish is not installed.
+func FishComplete(t *testing.T, p *cmdline.Program, line string) string {
+	t.Helper()
+	if !lookPath("fish") {
+		t.Skip("fish is not installed (scripts/setup.sh installs it)")
+	}
+	script, err := p.Completion("fish")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sf := filepath.Join(t.TempDir(), p.Name+".fish")
+	if err := os.WriteFile(sf, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// --no-config leaves fish_complete_path empty: fish's own
+	// completions (git's, ls's) are in its data directory.
+	cmd := exec.Command("fish", "--no-config", "-c",
+		"set -g fish_complete_path $__fish_data_dir/completions; source "+sf+"; complete -C '"+line+"'")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("fish: complete -C %q: %v", line, err)
+	}
+	return string(out)
 }
 
 func lookPath(name string) bool {
