@@ -15,6 +15,9 @@ type foreignSandbox struct {
 	rt *Runtime
 	id string
 	ev *eventLog
+	// spec is what was launched: Handle fills in the fields an external
+	// launcher may not know (EgressAllowlist, GuestWorkdir, Network).
+	spec Spec
 
 	mu    sync.Mutex
 	agent string // guarded by mu
@@ -26,7 +29,7 @@ func (rt *Runtime) launchForeign(ctx context.Context, spec Spec) (Sandbox, error
 	if err := rt.reserve(spec.SessionID, nil); err != nil {
 		return nil, err
 	}
-	f := &foreignSandbox{rt: rt, id: spec.SessionID, ev: newEventLog(), agent: spec.AgentID}
+	f := &foreignSandbox{rt: rt, id: spec.SessionID, ev: newEventLog(), agent: spec.AgentID, spec: spec}
 	f.ev.publish(Event{Type: EventStarting})
 	sb, err := rt.opts.MicroVM.Launch(ctx, spec, rt.egressLists(spec))
 	if err != nil {
@@ -45,9 +48,19 @@ func (rt *Runtime) launchForeign(ctx context.Context, spec Spec) (Sandbox, error
 	return f, nil
 }
 
-// Handle implements Sandbox: the launcher's, with the agent re-bound here.
+// Handle implements Sandbox: the launcher's, with the agent re-bound
+// here and what the spec said where the launcher left it out.
 func (f *foreignSandbox) Handle() Handle {
 	h := f.Sandbox.Handle()
+	if h.EgressAllowlist == nil {
+		h.EgressAllowlist = append([]string{}, f.spec.EgressAllowlist...)
+	}
+	if h.GuestWorkdir == "" {
+		h.GuestWorkdir = f.spec.GuestWorkdir
+	}
+	if h.Network == "" {
+		h.Network = handleNetwork(BackendMicroVM, f.spec.NetworkEnabled)
+	}
 	f.mu.Lock()
 	h.AgentID = f.agent
 	f.mu.Unlock()

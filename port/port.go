@@ -132,20 +132,55 @@ const (
 // the mode makes every bind read-only), AgentID as last re-bound
 // (AgentBinder). Details["mode"] repeats Mode for older clients.
 type Handle struct {
-	SessionID      string            `json:"sessionId"`
-	WorkspaceID    string            `json:"workspaceId,omitempty"`
-	AgentID        string            `json:"agentId,omitempty"`
-	Backend        Backend           `json:"backend"`
-	State          State             `json:"state"`
-	Error          string            `json:"error,omitempty"`
-	Mode           Mode              `json:"mode"`
-	BindMounts     []BindMount       `json:"bindMounts"`
-	NetworkEnabled bool              `json:"networkEnabled"`
-	Details        map[string]any    `json:"details,omitempty"`
-	Labels         map[string]string `json:"labels,omitempty"`
+	SessionID      string      `json:"sessionId"`
+	WorkspaceID    string      `json:"workspaceId,omitempty"`
+	AgentID        string      `json:"agentId,omitempty"`
+	Backend        Backend     `json:"backend"`
+	State          State       `json:"state"`
+	Error          string      `json:"error,omitempty"`
+	Mode           Mode        `json:"mode"`
+	BindMounts     []BindMount `json:"bindMounts"`
+	NetworkEnabled bool        `json:"networkEnabled"`
+	// EgressAllowlist is Spec.EgressAllowlist as launched: the host
+	// patterns added to the baseline allow-list (empty, never nil, when
+	// none). It is in force only where Network is NetworkAllowlist.
+	EgressAllowlist []string `json:"egressAllowlist"`
+	// GuestWorkdir is Spec.GuestWorkdir ("" when the spec had none).
+	GuestWorkdir string `json:"guestWorkdir,omitempty"`
+	// Network is the egress actually in force (HandleNetwork).
+	Network HandleNetwork     `json:"network"`
+	Details map[string]any    `json:"details,omitempty"`
+	Labels  map[string]string `json:"labels,omitempty"`
 	// Credentials is Spec.Credentials with every value RedactedValue:
 	// names, modes and hosts only. Omitted when the Spec had none.
 	Credentials *Credentials `json:"credentials,omitempty"`
+}
+
+// HandleNetwork is Handle.Network: the egress a session really has,
+// which networkEnabled alone does not say (backend none ignores it).
+type HandleNetwork string
+
+const (
+	// NetworkAllowlist: through the session's proxies, the baseline
+	// allow-list plus Handle.EgressAllowlist, the deny list winning.
+	NetworkAllowlist HandleNetwork = "allowlist"
+	// NetworkOff: networkEnabled false; the proxies run with an empty
+	// allow-list, so every host is refused.
+	NetworkOff HandleNetwork = "off"
+	// NetworkHost: backend none, unsandboxed; the host's network,
+	// unfiltered, whatever networkEnabled said.
+	NetworkHost HandleNetwork = "host"
+)
+
+// handleNetwork is the Network of a session on backend b.
+func handleNetwork(b Backend, networkEnabled bool) HandleNetwork {
+	switch {
+	case b == BackendNone:
+		return NetworkHost
+	case !networkEnabled:
+		return NetworkOff
+	}
+	return NetworkAllowlist
 }
 
 // Violation is seed 000's SandboxViolation: action, target and raw,

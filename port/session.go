@@ -142,7 +142,10 @@ func (s *session) Handle() Handle {
 	defer s.mu.Unlock()
 	h := Handle{SessionID: s.id, WorkspaceID: s.spec.WorkspaceID, AgentID: s.agent, Backend: s.backend,
 		State: s.state, Error: s.err, Mode: s.spec.Mode, NetworkEnabled: s.spec.NetworkEnabled,
-		BindMounts: make([]BindMount, len(s.spec.BindMounts))}
+		BindMounts:      make([]BindMount, len(s.spec.BindMounts)),
+		EgressAllowlist: append([]string{}, s.spec.EgressAllowlist...),
+		GuestWorkdir:    s.spec.GuestWorkdir,
+		Network:         handleNetwork(s.backend, s.spec.NetworkEnabled)}
 	for i, b := range s.spec.BindMounts {
 		b.ReadOnly = b.ReadOnly || ReadOnlyMode(s.spec.Mode)
 		h.BindMounts[i] = b

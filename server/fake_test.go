@@ -102,10 +102,23 @@ func (f *fakePort) Launch(ctx context.Context, spec port.Spec, b port.Backend) (
 	spec.Mode = port.ModeChat
 	sb := &fakeSandbox{f: f, h: port.Handle{SessionID: spec.SessionID, WorkspaceID: spec.WorkspaceID, AgentID: spec.AgentID,
 		Backend: b, State: port.StateWarm, Mode: spec.Mode, BindMounts: append([]port.BindMount{}, spec.BindMounts...),
-		NetworkEnabled: spec.NetworkEnabled, Credentials: spec.Credentials.Redacted()}, gone: make(chan struct{}), changed: make(chan struct{})}
+		NetworkEnabled: spec.NetworkEnabled, EgressAllowlist: append([]string{}, spec.EgressAllowlist...), GuestWorkdir: spec.GuestWorkdir,
+		Network: fakeNetwork(b, spec.NetworkEnabled), Credentials: spec.Credentials.Redacted()}, gone: make(chan struct{}), changed: make(chan struct{})}
 	sb.events = []port.Event{{Type: port.EventStarting, Seq: 1, Time: time.Now()}, {Type: port.EventReady, Seq: 2, Time: time.Now()}}
 	f.alive[spec.SessionID] = sb
 	return sb, nil
+}
+
+// fakeNetwork is port's Handle.Network rule: host for none, off without
+// network, else the allow-list.
+func fakeNetwork(b port.Backend, on bool) port.HandleNetwork {
+	switch {
+	case b == port.BackendNone:
+		return port.NetworkHost
+	case !on:
+		return port.NetworkOff
+	}
+	return port.NetworkAllowlist
 }
 
 // Choose accepts every backend the fake's probe offers.

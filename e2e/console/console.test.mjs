@@ -60,6 +60,23 @@ async function asUser() {
   });
   const errors = [];
   page.on('pageerror', (e) => errors.push(String(e)));
+  // Every CSP refusal, with what was refused: only xterm.js's <style>
+  // elements may be (app.js mirrors them through CSSOM; the terminal's
+  // colours are checked below).
+  await page.addInitScript(() => {
+    window.cspRefused = [];
+    document.addEventListener('securitypolicyviolation', (e) => {
+      const t = e.target;
+      window.cspRefused.push({
+        directive: e.effectiveDirective, blocked: e.blockedURI, sample: e.sample,
+        tag: t && t.nodeName, inTerm: !!(t && t.closest && t.closest('#term')),
+      });
+    });
+  });
+  // A dialog the test did not expect fails it (dismissed, recorded).
+  const dialogs = [];
+  page.on('dialog', (d) => { const f = dialogs.shift(); if (!f) { errors.push('unexpected dialog: ' + d.message()); d.dismiss(); } else f(d); });
+  const nextDialog = (accept) => new Promise((resolve) => dialogs.push((d) => { resolve(d.message()); accept ? d.accept() : d.dismiss(); }));
 
   // Log in through the printed URL: redirected to a token-less URL, a
   // cookie set, the CSP on the page.
@@ -112,12 +129,45 @@ async function asUser() {
   await f.locator('[name=hostPath]').fill(workdir);
   await f.locator('[name=guestPath]').fill('/work');
   await f.locator('[name=guestWorkdir]').fill('/work');
+  await f.locator('[name=egress]').fill('allowed.example, *.allowed.test');
   await f.locator('button[type=submit]').click();
   const item = page.locator(`#sessions li[data-session="${id}"]`);
   await item.locator('.badge', { hasText: backend }).waitFor();
   await page.locator('#d-backend', { hasText: backend }).waitFor();
   await page.locator('#d-state', { hasText: 'warm' }).waitFor();
-  step(`launched ${id}: badge ${backend}, warm`);
+  // The form is cleared for the next launch.
+  for (const n of ['sessionId', 'hostPath', 'guestPath', 'guestWorkdir', 'egress']) {
+    assert.equal(await f.locator(`[name=${n}]`).inputValue(), '', `the launch form's ${n} after a launch`);
+  }
+  // The details say what the session may reach and where it works.
+  const info = async () => (await page.locator('#d-info').innerText()).replace(/\s+/g, ' ');
+  await page.locator('#d-info', { hasText: 'allowed.example' }).waitFor();
+  let shown = await info();
+  assert.match(shown, /egress allow-list baseline \+ allowed\.example, \*\.allowed\.test/, 'the allow-list in the details');
+  assert.match(shown, /network through the session proxies/, 'the network in the details');
+  assert.match(shown, /workdir \/work/, 'the workdir in the details');
+  assert.ok(shown.includes(`binds ${workdir} → /work`), 'the binds in the details: ' + shown);
+  step(`launched ${id}: badge ${backend}, warm; the form cleared; details: ${shown}`);
+
+  // A backend none session is on the host's network, unfiltered: the
+  // details say so, not "network on"; it has no allow-list to show.
+  {
+    const nid = id + '-none';
+    await f.locator('[name=sessionId]').fill(nid);
+    await f.locator('[name=backend]').selectOption('none');
+    await f.locator('button[type=submit]').click();
+    await page.locator('#d-id', { hasText: nid }).waitFor();
+    await page.locator('#d-info', { hasText: 'host network, unfiltered' }).waitFor();
+    shown = await info();
+    assert.doesNotMatch(shown, /allow-list/, 'a none session shows no allow-list: ' + shown);
+    const del = nextDialog(true);
+    await page.locator('#d-destroy').click();
+    await del;
+    await page.locator(`#sessions li[data-session="${nid}"]`).waitFor({ state: 'detached' });
+    await item.click();
+    await page.locator('#d-id', { hasText: new RegExp('^' + id + '$') }).waitFor();
+  }
+  step('a backend none session: "host network, unfiltered"');
 
   // Make it violate a rule: a write outside its binds and a connection
   // the allow-list refuses. The violation appears live.
@@ -125,6 +175,7 @@ async function asUser() {
     "echo console-said-$((6*7)); echo x > /etc/srt-console-probe; " +
     "curl -s -o /dev/null --noproxy '' --max-time 10 http://denied.example/; echo curl=$?");
   await page.locator('#exec button[type=submit]').click();
+  await page.waitForFunction(() => document.querySelector('#exec [name=cmd]').value === '');
   await page.locator('#violations li', { hasText: 'denied.example' }).waitFor();
   await page.locator('#violations li', { hasText: '/etc/srt-console-probe' }).waitFor();
   step('the violations appeared: ' + (await page.locator('#violations').innerText()).replace(/\n/g, ' | '));
@@ -138,6 +189,23 @@ async function asUser() {
 
   // A terminal over the WebSocket, with the badge srtd reports.
   const tf = page.locator('#term-form');
+  // The default is the sandbox, never the host shell; the host shell
+  // asks first (dismissed: no terminal).
+  assert.equal(await tf.locator('[name=backend]').inputValue(), 'native', "the terminal's default backend");
+  assert.match(await tf.locator('option[value=none]').textContent(), /UNSANDBOXED/, 'the host shell option');
+  {
+    let posts = 0;
+    const count = (r) => { if (r.method() === 'POST' && r.url().endsWith('/v1/terminals')) posts++; };
+    page.on('request', count);
+    await tf.locator('[name=backend]').selectOption('none');
+    const asked = nextDialog(false);
+    await tf.locator('button[type=submit]').click();
+    assert.match(await asked, /NOT sandboxed/, 'the host shell confirmation');
+    await page.waitForTimeout(300);
+    page.off('request', count);
+    assert.equal(posts, 0, 'a dismissed host shell opened a terminal');
+  }
+  step('the terminal defaults to native; the host shell asks first');
   await tf.locator('[name=backend]').selectOption(backend);
   await tf.locator('[name=cwd]').fill(workdir);
   await tf.locator('button[type=submit]').click();
@@ -152,6 +220,18 @@ async function asUser() {
   // mirrors them): the rows have xterm's foreground, not the page's.
   const fg = await page.locator('#term .xterm-rows').evaluate((e) => getComputedStyle(e).color);
   assert.equal(fg, 'rgb(255, 255, 255)', "the terminal rows' colour (xterm.js's theme)");
+  // A 24-bit colour is a style attribute xterm.js would write, which the
+  // CSP refuses; app.js has it written through CSSOM.
+  await page.keyboard.type("printf '\\033[38;2;1;2;3mtrue%s\\033[0m\\n' colour\n");
+  const tc = page.locator('#term .xterm-rows span', { hasText: /^truecolour$/ });
+  await tc.waitFor();
+  assert.equal(await tc.evaluate((e) => getComputedStyle(e).color), 'rgb(1, 2, 3)', 'a 24-bit colour in the terminal');
+  const refused = await page.evaluate(() => window.cspRefused);
+  console.log('CSP refusals (xterm.js\'s <style> elements, mirrored by app.js):', JSON.stringify(refused));
+  for (const r of refused) {
+    assert.ok(r.directive === 'style-src-elem' && r.tag === 'STYLE',
+      'a CSP refusal other than xterm.js\'s styles: ' + JSON.stringify(r));
+  }
   await page.keyboard.type('exit\nexit 3\n');
   await page.locator('#t-state', { hasText: 'exited 3' }).waitFor();
   step(`typed in a ${backend} terminal and read its output`);
@@ -171,12 +251,30 @@ async function asUser() {
   assert.equal(await upgrade(ws, cookieHdr, base), 101, 'WebSocket, cookie, the page origin');
   step('a foreign Origin is refused (403), WebSocket included');
 
-  // Destroy from the page.
+  // Destroy from the page: it asks first (dismissed: still there), then
+  // the pane says destroyed and nothing asks srtd about it again.
   await item.click();
+  await page.locator('#d-state', { hasText: /warm|active/ }).waitFor();
+  let asked = nextDialog(false);
   await page.locator('#d-destroy').click();
+  assert.match(await asked, new RegExp('Destroy session ' + id), 'the destroy confirmation');
+  await page.waitForTimeout(500);
+  assert.ok(await item.isVisible(), 'a dismissed destroy destroyed the session');
+  assert.equal(await page.evaluate(async (p) => (await fetch(p)).status, `/v1/sandboxes/${id}`), 200, 'the session after a dismissed destroy');
+  asked = nextDialog(true);
+  await page.locator('#d-destroy').click();
+  await asked;
   await page.locator('#d-state', { hasText: 'destroyed' }).waitFor();
   await item.waitFor({ state: 'detached' });
-  step('destroyed from the page');
+  let after = 0;
+  const countAfter = (r) => { if (new URL(r.url()).pathname.startsWith(`/v1/sandboxes/${id}`)) after++; };
+  page.on('request', countAfter);
+  await page.waitForTimeout(4500); // two poll periods
+  page.off('request', countAfter);
+  assert.equal(after, 0, 'requests about the destroyed session');
+  assert.ok(await page.locator('#exec').isHidden(), 'the Run form of a destroyed session');
+  assert.ok(await page.locator('#d-destroy').isDisabled(), 'the Destroy button of a destroyed session');
+  step('destroyed from the page after a confirmation; no request about it since');
 
   // A 401 the page cannot cure shows the logged-out state once: no
   // reload (a loop when the 401 outlives it), polling stopped.
@@ -198,8 +296,8 @@ async function asUser() {
   // Log out: the login page again, and the API refuses the old cookie.
   await page.locator('#logout button').click();
   await page.locator('#login-required').waitFor();
-  const after = await page.evaluate(async () => (await fetch('/v1/sandboxes')).status);
-  assert.equal(after, 401, 'the API after logout');
+  const afterLogout = await page.evaluate(async () => (await fetch('/v1/sandboxes')).status);
+  assert.equal(afterLogout, 401, 'the API after logout');
   step('logged out');
 
   assert.deepEqual(leaks, [], 'the login token in a later request or Referer');

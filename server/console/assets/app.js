@@ -99,7 +99,12 @@
       return li;
     }));
     $('no-sessions').hidden = list.length > 0;
-    if (selected !== null) showHandle(handles.get(selected));
+    // A selected session missing from the list is asked for once (this
+    // list may predate its launch): a 404 ends it.
+    if (selected !== null) {
+      if (handles.has(selected)) showHandle(handles.get(selected));
+      else refreshHandle();
+    }
   }
 
   // ---- one session: handle, live events, exec history ----
@@ -130,7 +135,7 @@
     on('violation', addViolation);
     for (const t of ['exit', 'killed']) on(t, loadExecs);
     for (const t of ['ready', 'suspended', 'resumed', 'error', 'agent']) on(t, refreshHandle);
-    on('destroyed', () => { events.close(); refreshHandle(); });
+    on('destroyed', () => ended(id));
     on('lost', (ev) => { if (ev.lost) addNote(`${ev.lost} events missed`); });
   }
 
@@ -141,19 +146,32 @@
       const h = await api('GET', sid(id));
       if (id === selected) showHandle(h);
     } catch (e) {
-      if (e.status === 404 && id === selected) showHandle(undefined);
+      if (e.status === 404) ended(id);
     }
+  }
+
+  // ended marks the pane of session id, destroyed (its destroyed event,
+  // a DELETE, a 404), as over and forgets it: no more requests for it
+  // (nothing polls a session that is not selected), its violations and
+  // exec history stay on view until another session is selected.
+  function ended(id) {
+    if (id !== selected) return;
+    if (events) { events.close(); events = null; }
+    selected = null;
+    stateLabel($('d-state'), 'destroyed');
+    $('d-backend').hidden = true;
+    $('d-info').replaceChildren(el('dt', {}, 'ended'), el('dd', {}, 'destroyed; select or launch another session'));
+    for (const b of ['d-suspend', 'd-resume', 'd-destroy']) $(b).disabled = true;
+    $('exec').hidden = true;
+    for (const li of $('sessions').children) li.classList.remove('selected');
   }
 
   function showHandle(h) {
     const id = selected;
+    if (id === null) return;
     $('d-id').textContent = id;
-    if (!h) {
-      stateLabel($('d-state'), 'destroyed');
-      $('d-backend').hidden = true;
-      $('d-info').replaceChildren();
-      for (const b of ['d-suspend', 'd-resume', 'd-destroy']) $(b).disabled = true;
-      $('exec').hidden = true;
+    if (!h || h.state === 'destroyed') {
+      ended(id);
       return;
     }
     $('d-backend').hidden = false;
@@ -161,9 +179,13 @@
     stateLabel($('d-state'), h.state);
     const row = (k, v) => [el('dt', {}, k), el('dd', {}, v)];
     const binds = (h.bindMounts || []).map((b) => `${b.hostPath} → ${b.guestPath}${b.readOnly ? ' (ro)' : ''}`).join(', ');
+    const egress = (h.egressAllowlist || []).join(', ');
+    const workdir = h.guestWorkdir || (h.details && h.details.workdir) || '';
     $('d-info').replaceChildren(
-      ...row('mode', h.mode), ...row('network', h.networkEnabled ? 'on' : 'off'),
+      ...row('mode', h.mode), ...row('network', networkLabel(h)),
+      ...(h.network === 'host' ? [] : row('egress allow-list', 'baseline' + (egress ? ' + ' + egress : ' only'))),
       ...row('binds', binds || 'none'),
+      ...row('workdir', workdir || 'default'),
       ...(h.workspaceId ? row('workspace', h.workspaceId) : []),
       ...(h.agentId ? row('agent', h.agentId) : []),
       ...(h.error ? row('error', h.error) : []));
@@ -171,6 +193,18 @@
     $('d-resume').disabled = h.state !== 'suspended';
     $('d-destroy').disabled = false;
     $('exec').hidden = !['warm', 'active'].includes(h.state);
+  }
+
+  // networkLabel says what egress the session really has (the handle's
+  // network; networkEnabled alone for an older srtd): a backend none
+  // session is on the host's network whatever networkEnabled said.
+  function networkLabel(h) {
+    switch (h.network) {
+      case 'host': return 'host network, unfiltered (backend none: unsandboxed, no proxies)';
+      case 'off': return 'off: every host refused (networkEnabled false)';
+      case 'allowlist': return 'through the session proxies: the allow-list below';
+      default: return h.networkEnabled ? 'on' : 'off';
+    }
   }
 
   function addViolation(ev) {
@@ -218,7 +252,7 @@
 
   // runExec runs sh -c cmd and reads its event stream to the end; the
   // history (loaded on its exit) shows the output.
-  async function runExec(cmd) {
+  async function runExec(cmd, started) {
     const id = selected;
     const r = await fetch(sid(id) + '/exec', {
       method: 'POST', credentials: 'same-origin',
@@ -230,6 +264,7 @@
       const j = await r.json().catch(() => null);
       throw new APIError(r.status, (j && j.error) || String(r.status));
     }
+    started();
     const rd = r.body.getReader();
     while (!(await rd.read()).done) { /* the events also reach the history */ }
     loadExecs();
@@ -240,16 +275,22 @@
     const cmd = e.target.cmd.value.trim();
     if (!cmd || selected === null) return;
     $('d-error').textContent = '';
-    const run = runExec(cmd).catch((err) => { $('d-error').textContent = err.message; });
+    const input = e.target.cmd;
+    // Cleared once srtd took the command (not if it refused it: the
+    // user may fix it), unless the user typed something else meanwhile.
+    const run = runExec(cmd, () => { if (input.value.trim() === cmd) input.value = ''; }).catch((err) => { $('d-error').textContent = err.message; });
     setTimeout(loadExecs, 300); // show it running
     await run;
   });
 
-  const action = (name, method, suffix) => $(name).addEventListener('click', async () => {
+  const action = (name, method, suffix, ask) => $(name).addEventListener('click', async () => {
     if (selected === null) return;
+    const id = selected;
+    if (ask && !confirm(ask(id))) return;
     $('d-error').textContent = '';
     try {
-      showHandle(await api(method, sid(selected) + suffix));
+      const h = await api(method, sid(id) + suffix);
+      if (id === selected) showHandle(h);
     } catch (e) {
       $('d-error').textContent = e.message;
     }
@@ -257,7 +298,7 @@
   });
   action('d-suspend', 'POST', '/suspend');
   action('d-resume', 'POST', '/resume');
-  action('d-destroy', 'DELETE', '');
+  action('d-destroy', 'DELETE', '', (id) => `Destroy session ${id}? Its processes are killed and it cannot be resumed.`);
 
   $('launch').addEventListener('submit', async (e) => {
     e.preventDefault();
@@ -274,6 +315,7 @@
     f.querySelector('button').disabled = true;
     try {
       const h = await api('POST', '/v1/sandboxes', spec);
+      f.reset();
       await refreshList();
       select(h.sessionId);
     } catch (err) {
@@ -291,6 +333,7 @@
     e.preventDefault();
     const f = e.target;
     $('term-error').textContent = '';
+    if (f.backend.value === 'none' && !confirm('Open a host shell? It is NOT sandboxed: it runs as srtd\'s user, with its files and network.')) return;
     closeTerminal();
     const req = { backend: f.backend.value, cols: 100, rows: 24 };
     if (f.cwd.value.trim()) req.cwd = f.cwd.value.trim();
@@ -310,6 +353,7 @@
     const fit = new FitAddon.FitAddon();
     xterm.loadAddon(fit);
     xterm.open($('term'));
+    styleCellsByCSSOM(xterm);
     const ws = new WebSocket(`${location.protocol === 'https:' ? 'wss:' : 'ws:'}//${location.host}${info.websocket}`);
     ws.binaryType = 'arraybuffer';
     term = { xterm, ws, id: info.id };
@@ -374,6 +418,26 @@
   mirrorStyles($('term'));
   mirrorStyles(document.head);
 
+
+  // xterm.js's DOM renderer writes a cell's 24-bit colours (and a
+  // colour its minimum-contrast rule picked) with
+  // setAttribute('style', …), which the CSP also refuses (style-src-attr):
+  // those cells would lose their colour. Its row factory's _addStyle
+  // (xterm.js 6.0.0, vendor/xterm/VERSION) is the only place that does
+  // it: this writes the same declarations through CSSOM instead, which
+  // the CSP does not govern. They are xterm.js's own computed colours; a
+  // program's output reaches the page as text only. If a newer xterm.js
+  // moved it, those colours stay refused (a console warning, and
+  // TestConsoleBrowser's 24-bit colour check fails).
+  function styleCellsByCSSOM(xterm) {
+    const rf = xterm._core?._renderService?._renderer?.value?._rowFactory;
+    if (!rf || typeof rf._addStyle !== 'function') {
+      console.warn('srtd console: xterm.js row factory not found; 24-bit colours stay refused by the CSP');
+      return;
+    }
+    rf._addStyle = (e, css) => { e.style.cssText += css + ';'; };
+  }
+
   // Log out by fetch, not by the form's own POST: under no-referrer a
   // form navigation's Origin is "null", which srtd refuses (403).
   $('logout').addEventListener('submit', async (e) => {
@@ -387,6 +451,9 @@
   api('GET', '/v1/probe').then((p) => {
     const vm = p.microvmAvailable ? 'microvm available' : `microvm: ${p.microvmNote || p.microvmState}`;
     $('probe').textContent = `${p.platform}: ${p.available ? 'native available' : p.note} · ${vm}`;
+    // The terminal's default is a sandbox: native where the host has
+    // it, else microvm; never the host shell, which must be picked.
+    if (!p.available && p.microvmAvailable) $('term-form').backend.value = 'microvm';
   }).catch(() => {});
   refreshList();
   poll = setInterval(refreshList, 2000);
