@@ -239,6 +239,12 @@ func reopen(c *creator, rq request, obj int, flags uint64) verdict {
 // it as soon as it has closed its own, never finds srt's copy still open
 // for writing (ETXTBSY). Other files go in one step (ADDFD with SEND),
 // which saves a wake-up.
+//
+// The caller's thread is not pinned to this CPU around ADDFD to have it
+// woken here (tried for issue 19, BENCHMARKS.md "Lean supervisor"): the
+// caller returns from its open still pinned, before srt can restore its
+// mask, and a process it forks then keeps the one-CPU mask for good; and
+// the gain was lost in the noise.
 func send(rq request, nfd int, err error, flags uint64) verdict {
 	if err != nil {
 		return failed(errnoOf(err))
