@@ -3,9 +3,10 @@
 //	srtd [--addr 127.0.0.1:PORT] [--token-file PATH] [--sandbox on|off] [--microvm auto|off]
 //	     [--memory-limit default|off|SIZE] [--cgroup-parent DIR]
 //
-// It probes the host once, prints exactly one start-up line (agent sandbox
+// It probes the host once, prints one start-up line (agent sandbox
 // ON …, no OS-native agent sandbox on this host …, or agent sandbox
-// DISABLED by --sandbox off), writes a new bearer token to the token file
+// DISABLED by --sandbox off) and the web console's line (its login URL,
+// or why it is off), writes a new bearer token to the token file
 // (mode 0600) and serves the API of package server until SIGTERM or
 // SIGINT, which destroy every sandbox and terminal before it exits.
 //

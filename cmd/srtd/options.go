@@ -22,7 +22,7 @@ var program = &cmdline.Program{
 		"srtd --completion bash|zsh|fish",
 	},
 	Description: []string{
-		"srtd serves the sandbox port over HTTP on loopback. It probes the host once, prints exactly one start-up line (agent sandbox ON ..., no OS-native agent sandbox on this host ..., or agent sandbox DISABLED by --sandbox off), writes a new bearer token to the token file (mode 0600) and serves its API (api/openapi.json) until SIGTERM or SIGINT, which destroy every sandbox and terminal before it exits.",
+		"srtd serves the sandbox port over HTTP on loopback. It probes the host once, prints one start-up line (agent sandbox ON ..., no OS-native agent sandbox on this host ..., or agent sandbox DISABLED by --sandbox off) and one web console line (its login URL, or why it is off), writes a new bearer token to the token file (mode 0600) and serves its API (api/openapi.json) until SIGTERM or SIGINT, which destroy every sandbox and terminal before it exits.",
 		"The microvm backend is probed at start-up with a test boot unless --microvm off; srtd serves at once, and one more line, \"microvm probe\", gives the verdict once it is known.",
 		"Options take one or two dashes (-addr, --addr). srtd completion SHELL is --completion SHELL.",
 	},
