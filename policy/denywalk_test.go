@@ -78,6 +78,13 @@ func TestDenyWalkIntersection(t *testing.T) {
 	symlink(t, filepath.Join(T, "w2"), filepath.Join(T, "ro/w/in"))     // into another root
 	symlink(t, filepath.Join(T, "ro/w"), filepath.Join(T, "ro/w/loop")) // a loop
 	w, w2 := filepath.Join(T, "ro/w"), filepath.Join(T, "w2")
+	// Links outside every write root into one (found by an adversarial
+	// review: the intersection alone missed them), and one out of it to
+	// a tree outside (not followed: nothing there is writable).
+	files(t, T, "p/real/.env", "p/far/")
+	symlink(t, w+"/sub", T+"/p/lnk")
+	symlink(t, T+"/other", T+"/p/far/out")
+	symlink(t, w+"/sub/.env", T+"/p/dot.env")
 	cases := []struct {
 		name, pattern string
 		roots         []Path
@@ -94,6 +101,12 @@ func TestDenyWalkIntersection(t *testing.T) {
 		{"no write root", T + "/**/.env", []Path{}, nil},
 		{"a link into another write root is followed", T + "/ro/w/**/.env", rootsOf(w, w2),
 			[]string{w + "/.env", w + "/sub/.env", w + "/sub/deep/.env", w2 + "/x/.env"}},
+		{"a link outside the roots into one, at any depth", T + "/p/**/.env", rootsOf(w),
+			[]string{w + "/sub/.env", w + "/sub/deep/.env"}},
+		{"a link outside the roots into one, one level", T + "/p/*/.env", rootsOf(w),
+			[]string{w + "/sub/.env"}},
+		{"a link outside the roots to a file inside one", T + "/p/*.env", rootsOf(w),
+			[]string{w + "/sub/.env"}},
 		{"a write root that is a file", T + "/ro/**/.env", rootsOf(filepath.Join(T, "ro/file/.env")),
 			[]string{T + "/ro/file/.env"}},
 		{"a read-deny walks everything, through every link", T + "/ro/**/.env", nil,
