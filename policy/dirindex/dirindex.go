@@ -376,8 +376,10 @@ func writeAtomic(dir, path string, b []byte) error {
 }
 
 // DefaultPath returns where srt keeps its index: srt-go/dirindex in
-// $XDG_RUNTIME_DIR when that is set, absolute and a private directory
-// of the caller's own, else in ~/.cache; "" when neither is known.
+// $XDG_RUNTIME_DIR when that is /run/user/<euid> (the only runtime
+// directory CandidateDirs can know without the variable) and a private
+// directory of the caller's own, else in ~/.cache; "" when neither is
+// known.
 func DefaultPath() string {
 	if d := DefaultDir(); d != "" {
 		return filepath.Join(d, "dirindex")
@@ -385,12 +387,40 @@ func DefaultPath() string {
 	return ""
 }
 
-// DefaultDir is the directory of DefaultPath: $XDG_RUNTIME_DIR/srt-go or
+// DefaultDir is the directory of DefaultPath: /run/user/<euid>/srt-go or
 // ~/.cache/srt-go.
 func DefaultDir() string {
-	if x := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(x) && privateDir(x) {
-		return filepath.Join(filepath.Clean(x), "srt-go")
+	if x := os.Getenv("XDG_RUNTIME_DIR"); filepath.Clean(x) == runtimeDir() && privateDir(x) {
+		return filepath.Join(runtimeDir(), "srt-go")
 	}
+	return homeDir()
+}
+
+// CandidateDirs are every directory DefaultDir can be in some
+// environment of this user's (/run/user/<euid>/srt-go, and
+// ~/.cache/srt-go for $HOME), plus $XDG_RUNTIME_DIR/srt-go when that is
+// set: each sandbox denies them all, so that a run whose environment
+// names one cannot write the index a run with another environment
+// trusts (found by an adversarial review: a run with XDG_RUNTIME_DIR
+// set and allowWrite ["~"] wrote ~/.cache/srt-go/dirindex).
+func CandidateDirs() []string {
+	out := []string{filepath.Join(runtimeDir(), "srt-go")}
+	if x := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(x) {
+		out = append(out, filepath.Join(filepath.Clean(x), "srt-go"))
+	}
+	if h := homeDir(); h != "" {
+		out = append(out, h)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// runtimeDir is /run/user/<euid>, the runtime directory systemd-logind
+// makes for a user.
+func runtimeDir() string { return fmt.Sprintf("/run/user/%d", os.Geteuid()) }
+
+// homeDir is ~/.cache/srt-go, or "" when $HOME is unknown or relative.
+func homeDir() string {
 	home, err := os.UserHomeDir()
 	if err != nil || !filepath.IsAbs(home) {
 		return ""
