@@ -292,13 +292,6 @@ func (ix *Index) Save() error {
 	if ix == nil || ix.path == "" || !slices.ContainsFunc(slices.Collect(maps.Values(ix.walks)), (*Walk).changed) {
 		return nil
 	}
-	dir := filepath.Dir(ix.path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("index directory: %w", err)
-	}
-	if !privateDir(dir) {
-		return fmt.Errorf("index directory %s: %w", dir, errNotPrivate)
-	}
 	d := fileData{Version: formatVersion, Walks: map[string]stored{}}
 	now := ix.now().UnixNano()
 	size := 0
@@ -331,11 +324,12 @@ func (ix *Index) Save() error {
 	if err != nil {
 		return err
 	}
+	dir, name := filepath.Split(ix.path)
 	if len(b) > MaxSize {
-		_ = os.Remove(ix.path)
+		_ = writeIndex(dir, name, nil)
 		return fmt.Errorf("index of %d bytes exceeds %d: %w", len(b), MaxSize, errTooLarge)
 	}
-	return writeAtomic(dir, ix.path, b)
+	return writeIndex(dir, name, b)
 }
 
 var (
@@ -350,29 +344,6 @@ func encode(d fileData) ([]byte, error) {
 		return nil, fmt.Errorf("encode index: %w", err)
 	}
 	return buf.Bytes(), nil
-}
-
-// writeAtomic writes b to a new 0600 file in dir and renames it to path.
-func writeAtomic(dir, path string, b []byte) error {
-	f, err := os.CreateTemp(dir, ".dirindex-*")
-	if err != nil {
-		return fmt.Errorf("index: %w", err)
-	}
-	tmp := f.Name()
-	if _, err = f.Write(b); err == nil {
-		err = f.Chmod(0o600)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("index: %w", err)
-	}
-	return nil
 }
 
 // DefaultPath returns where srt keeps its index: srt-go/dirindex in

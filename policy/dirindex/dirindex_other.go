@@ -53,3 +53,5 @@ func OpenDir(path string, _ map[uint64]int64) (*Dir, Stat, error) {
 func openPrivate(string) (*os.File, error) { return nil, errNotPrivate }
 
 func privateDir(string) bool { return false }
+
+func writeIndex(string, string, []byte) error { return errNotPrivate }
