@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -363,5 +364,34 @@ func TestCompileNoWriteRoot(t *testing.T) {
 	}
 	if !slices.ContainsFunc(p.Notes, func(n string) bool { return strings.Contains(n, "matches nothing writable") }) {
 		t.Errorf("notes %q", p.Notes)
+	}
+}
+
+// TestIndexDeniesEveryLocation checks that a sandbox denies every place
+// the index can be, not only the one its environment picks: a run with
+// XDG_RUNTIME_DIR set denies ~/.cache/srt-go too, and one without it
+// /run/user/<euid>/srt-go (found by an adversarial review: the other
+// place was writable with allowWrite ["~"], and a later run with the
+// other environment trusted what was forged there).
+func TestIndexDeniesEveryLocation(t *testing.T) {
+	tr := newTree(t)
+	xdg := filepath.Join(tr.root, "xdg")
+	if err := os.Mkdir(xdg, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", tr.home)
+	rt := fmt.Sprintf("/run/user/%d/srt-go", os.Geteuid())
+	for _, env := range []string{xdg, ""} {
+		t.Setenv("XDG_RUNTIME_DIR", env)
+		denies, _ := indexDenies(&linkGuard{euid: uint32(os.Geteuid())}, dirindex.DefaultPath())
+		want := []string{filepath.Join(tr.home, ".cache/srt-go"), rt}
+		if env != "" {
+			want = append(want, filepath.Join(xdg, "srt-go"))
+		}
+		for _, d := range want {
+			if !slices.ContainsFunc(denies, func(p Path) bool { return p.Literal == d && p.Rule == RuleDirIndex }) {
+				t.Errorf("XDG_RUNTIME_DIR=%q: %s not denied: %v", env, d, denies)
+			}
+		}
 	}
 }
