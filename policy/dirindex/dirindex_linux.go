@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -170,8 +171,9 @@ func privateDir(dir string) bool {
 // the temporary file is created (O_EXCL, 0600) and renamed over name
 // relative to that descriptor, so that a path swapped meanwhile — a root
 // srt whose $HOME lies in a user's tree — cannot lead the write
-// elsewhere. A nil b removes name instead.
-func writeIndex(dir, name string, b []byte) error {
+// elsewhere. The file's mtime is set to used (MaxWalks keeps the most
+// recently used). A nil b removes name instead.
+func writeIndex(dir, name string, b []byte, used time.Time) error {
 	dfd, err := openDirNoFollow(dir)
 	if err != nil {
 		return fmt.Errorf("index directory: %w", err)
@@ -203,6 +205,9 @@ func writeIndex(dir, name string, b []byte) error {
 	_, err = f.Write(b)
 	if err == nil {
 		err = f.Chmod(0o600)
+	}
+	if err == nil {
+		touch(f, used)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -246,4 +251,11 @@ func openDirNoFollow(path string) (int, error) {
 		fd = next
 	}
 	return fd, nil
+}
+
+// touch sets f's access and modification times to t, best effort (the
+// walk's recency for MaxWalks; a failure only makes it look older).
+func touch(f *os.File, t time.Time) {
+	ts := []unix.Timespec{unix.NsecToTimespec(t.UnixNano()), unix.NsecToTimespec(t.UnixNano())}
+	_ = unix.UtimesNanoAt(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", f.Fd()), ts, 0)
 }
