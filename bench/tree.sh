@@ -3,7 +3,7 @@
 # tree when the settings hold deny globs (issue 19: start-up flat in tree
 # size). Times `srt -s S true` in a 100,000-file tree (1,000 directories of
 # 100 files) and in a 100-file tree (10 of 10), each with the same 11 .env
-# and 4 .pem files, for three settings, and prints each big/small ratio of
+# and 4 .pem files, for four settings, and prints each big/small ratio of
 # the medians of the wall time of the whole srt run.
 #
 #   bench/tree.sh                      # the repository's srt
@@ -50,7 +50,11 @@ declare -A settings=(
 	[denywrite-readonly]='{"filesystem":{"denyWrite":["**/.env"]}}'
 	[denywrite-writable]='{"filesystem":{"allowWrite":["."],"denyWrite":["**/.env"]}}'
 	[denyread]='{"filesystem":{"denyRead":["**/*.pem"]}}'
+	# The write root outside the tree: the denyWrite glob's walk
+	# enters the tree only to find links into the root (there are none).
+	[denywrite-elsewhere]='{"filesystem":{"allowWrite":["'"$work"'/elsewhere"],"denyWrite":["**/.env"]}}'
 )
+mkdir -p "$work/elsewhere"
 for k in "${!settings[@]}"; do printf '%s\n' "${settings[$k]}" >"$work/$k.json"; done
 
 bins=(B)
@@ -61,7 +65,7 @@ B=$srt
 times=$work/times
 mkdir -p "$times"
 for ((r = 0; r < WARMUP + RUNS; r++)); do
-	for k in denywrite-readonly denywrite-writable denyread; do
+	for k in denywrite-readonly denywrite-writable denywrite-elsewhere denyread; do
 		for b in "${bins[@]}"; do
 			for t in big small; do
 				s=$(date +%s%N)
@@ -74,7 +78,7 @@ for ((r = 0; r < WARMUP + RUNS; r++)); do
 done
 median() { sort -n "$1" | awk '{a[NR]=$1} END {printf "%.1f", a[int((NR+1)/2)]/1000}'; }
 printf '%-20s %-3s %10s %10s %7s\n' settings bin big_ms small_ms big/small
-for k in denywrite-readonly denywrite-writable denyread; do
+for k in denywrite-readonly denywrite-writable denywrite-elsewhere denyread; do
 	for b in "${bins[@]}"; do
 		big=$(median "$times/$k-$b-big")
 		small=$(median "$times/$k-$b-small")

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/bmatcuk/doublestar/v4"
 	"github.com/srt-go/srt/policy/dirindex"
@@ -17,7 +19,7 @@ import (
 // walkFormat changes whenever what a deny walk stores per directory, or
 // how it decides it, changes: part of every index key, so that a build
 // never reuses another's results.
-const walkFormat = "deny-walk 1"
+const walkFormat = "deny-walk 2"
 
 // denyWalk is one deny glob's walk (expandDeny).
 type denyWalk struct {
@@ -45,14 +47,20 @@ type denyWalk struct {
 // its target, which the deny then covers at every spelling). The walk
 // follows symbolic links to directories, each directory entered once by
 // device and inode so that a loop ends; onErr hears of every directory
-// that could not be read.
+// that could not be read or searched (anything but "gone" and "not a
+// directory"), so that a directory made unsearchable between runs does
+// not hide what lies below it.
 //
-// With writeRoots not nil (a write-deny), only the pattern's
-// intersection with the write roots is walked: from the pattern's base
-// when it lies inside a write root, from each write root below the base
-// (matching the whole pattern) otherwise, not at all when they are
-// disjoint; and a link is followed only to a directory inside a write
-// root. A write-deny's match that is not writable needs no mount.
+// With writeRoots not nil (a write-deny), only what is writable is
+// matched: a directory inside a write root is walked as a read-deny's
+// is; one outside every write root (a part of the base the sandbox
+// cannot change) is entered, its real subdirectories and those of its
+// links that resolve to a directory inside a write root looked into,
+// and nothing in it matched unless it resolves into a write root (a
+// file write root, a link to a file inside one): a match is writable only inside a write
+// root, but may be reached from outside one through a link, by that
+// link's spelling (found by an adversarial review: "p/lnk -> W/sub"
+// with "**/.env" run from p). No write root at all: nothing is walked.
 //
 // ix, when not nil, holds what earlier runs read from each directory of
 // this walk; a directory unchanged since (dirindex) is not read again.
@@ -70,66 +78,16 @@ func expandDeny(pattern string, writeRoots []Path, ix *dirindex.Index, onErr fun
 				w.scope = append(w.scope, r.Resolved)
 			}
 		}
+		if len(w.scope) == 0 {
+			return nil
+		}
 	}
 	// The key names what each directory's result depends on (the
 	// pattern, the build) and what the walk visits (its scope): a walk of
 	// the same pattern with other write roots keeps its own directories.
 	w.idx = ix.Walk(walkFormat + "\x00" + buildID() + "\x00" + mode + "\x00" + pattern + "\x00" + strings.Join(w.scope, "\x00"))
-	for _, s := range w.starts(base, writeRoots) {
-		if s.rel != nil {
-			if ok, _ := doublestar.Match(pat, strings.Join(s.rel, "/")); ok {
-				w.out = append(w.out, s.dir)
-			}
-			if w.prune && !mayMatchBelow(w.segs, s.rel) {
-				continue
-			}
-		}
-		w.walk(s.dir, s.rel)
-	}
+	w.walk(base, resolveMissing(base), nil)
 	return w.out
-}
-
-// walkStart is where a deny walk starts: dir, at rel below the base.
-type walkStart struct {
-	dir string
-	rel []string
-}
-
-// starts returns where the walk of a pattern with literal base begins:
-// the base itself for a read-deny, or its intersection with the write
-// roots for a write-deny (see expandDeny). A root is compared by its
-// spelling and its resolution with the base's.
-func (w *denyWalk) starts(base string, roots []Path) []walkStart {
-	if w.scope == nil {
-		return []walkStart{{dir: base}}
-	}
-	bases := slices.Compact([]string{base, resolveMissing(base)})
-	var out []walkStart
-	add := func(s walkStart) {
-		if !slices.ContainsFunc(out, func(o walkStart) bool { return o.dir == s.dir }) {
-			out = append(out, s)
-		}
-	}
-	for _, r := range roots {
-		if r.Kind == Missing {
-			continue
-		}
-		for _, s := range slices.Compact([]string{r.Literal, r.Resolved}) {
-			for _, b := range bases {
-				switch {
-				case Within(b, s):
-					add(walkStart{dir: base})
-				case Within(s, b):
-					rel := strings.TrimPrefix(s[len(b):], "/")
-					add(walkStart{dir: s, rel: strings.Split(rel, "/")})
-				}
-			}
-		}
-	}
-	// The base first, then deeper starts: a directory is entered once,
-	// at the first spelling met.
-	slices.SortStableFunc(out, func(a, b walkStart) int { return len(a.rel) - len(b.rel) })
-	return out
 }
 
 // inScope reports whether resolved path lies in the walk's scope.
@@ -140,10 +98,16 @@ func (w *denyWalk) inScope(path string) bool {
 	return slices.ContainsFunc(w.scope, func(r string) bool { return Within(path, r) })
 }
 
-func (w *denyWalk) walk(dir string, rel []string) {
+// walk walks directory dir, resolved to res, at rel below the base.
+func (w *denyWalk) walk(dir, res string, rel []string) {
 	st, err := w.ix.StatDir(dir)
 	if err != nil {
-		return // gone, not a directory, or not searchable: nothing to read
+		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) && !errors.Is(err, syscall.ELOOP) {
+			// Not searchable (EACCES below a mode-600 parent) or worse:
+			// what lies below cannot be known.
+			w.onErr(dir, err)
+		}
+		return // gone, not a directory, or a link loop: nothing below
 	}
 	id, ok := [2]uint64{st.Dev, st.Ino}, st.Ino != 0
 	if !ok {
@@ -155,8 +119,9 @@ func (w *denyWalk) walk(dir string, rel []string) {
 		return
 	}
 	w.seen[id] = ok
+	inside := w.inScope(res)
 	key := dir + "\x00" + strings.Join(rel, "/")
-	res, hit := w.idx.Lookup(key, st)
+	r, hit := w.idx.Lookup(key, st)
 	if !hit {
 		// Read through a descriptor, and store the state taken from it:
 		// the listing and its state are of one directory.
@@ -164,8 +129,8 @@ func (w *denyWalk) walk(dir string, rel []string) {
 		if err == nil {
 			var ents []os.DirEntry
 			if ents, err = d.ReadDir(); err == nil {
-				res = w.read(ents, rel)
-				w.idx.Store(key, dst, res)
+				r = w.read(ents, rel)
+				w.idx.Store(key, dst, r)
 			}
 		}
 		if err != nil {
@@ -173,21 +138,26 @@ func (w *denyWalk) walk(dir string, rel []string) {
 			return
 		}
 	}
-	for _, e := range res.Entries {
+	for _, e := range r.Entries {
 		full := filepath.Join(dir, e.Name)
-		if e.Match {
+		// Outside the scope, a match counts where it is itself a write
+		// root (a file) or a link to something inside one.
+		if e.Match && (inside || w.inScope(resolveMissing(full))) {
 			w.out = append(w.out, full)
 		}
+		var sub string
 		switch e.Kind {
 		case dirindex.EnterDir:
+			sub = filepath.Join(res, e.Name)
 		case dirindex.EnterLink:
-			if !w.inScope(resolveMissing(full)) {
+			// Followed only into the scope, from inside or outside it.
+			if sub = resolveMissing(full); !w.inScope(sub) {
 				continue
 			}
 		default:
 			continue
 		}
-		w.walk(full, append(slices.Clip(rel), e.Name))
+		w.walk(full, sub, append(slices.Clip(rel), e.Name))
 	}
 }
 

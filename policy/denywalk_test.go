@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -78,6 +79,13 @@ func TestDenyWalkIntersection(t *testing.T) {
 	symlink(t, filepath.Join(T, "w2"), filepath.Join(T, "ro/w/in"))     // into another root
 	symlink(t, filepath.Join(T, "ro/w"), filepath.Join(T, "ro/w/loop")) // a loop
 	w, w2 := filepath.Join(T, "ro/w"), filepath.Join(T, "w2")
+	// Links outside every write root into one (found by an adversarial
+	// review: the intersection alone missed them), and one out of it to
+	// a tree outside (not followed: nothing there is writable).
+	files(t, T, "p/real/.env", "p/far/")
+	symlink(t, w+"/sub", T+"/p/lnk")
+	symlink(t, T+"/other", T+"/p/far/out")
+	symlink(t, w+"/sub/.env", T+"/p/dot.env")
 	cases := []struct {
 		name, pattern string
 		roots         []Path
@@ -94,6 +102,12 @@ func TestDenyWalkIntersection(t *testing.T) {
 		{"no write root", T + "/**/.env", []Path{}, nil},
 		{"a link into another write root is followed", T + "/ro/w/**/.env", rootsOf(w, w2),
 			[]string{w + "/.env", w + "/sub/.env", w + "/sub/deep/.env", w2 + "/x/.env"}},
+		{"a link outside the roots into one, at any depth", T + "/p/**/.env", rootsOf(w),
+			[]string{w + "/sub/.env", w + "/sub/deep/.env"}},
+		{"a link outside the roots into one, one level", T + "/p/*/.env", rootsOf(w),
+			[]string{w + "/sub/.env"}},
+		{"a link outside the roots to a file inside one", T + "/p/*.env", rootsOf(w),
+			[]string{w + "/sub/.env"}},
 		{"a write root that is a file", T + "/ro/**/.env", rootsOf(filepath.Join(T, "ro/file/.env")),
 			[]string{T + "/ro/file/.env"}},
 		{"a read-deny walks everything, through every link", T + "/ro/**/.env", nil,
@@ -283,8 +297,8 @@ func TestCompileDirIndex(t *testing.T) {
 		return p
 	}
 	compile(outside)
-	if _, err := os.Stat(outside); err != nil {
-		t.Fatalf("index outside the write roots not written: %v", err)
+	if files, _ := filepath.Glob(outside + ".*"); len(files) == 0 {
+		t.Fatal("index outside the write roots not written")
 	}
 	p := compile(outside)
 	if !slices.ContainsFunc(p.Notes, func(n string) bool {
@@ -306,6 +320,9 @@ func TestCompileDirIndex(t *testing.T) {
 	p = compile(inside)
 	if b, err := os.ReadFile(inside); err != nil || string(b) != "planted" {
 		t.Errorf("index inside a write root was written: %q %v", b, err)
+	}
+	if files, _ := filepath.Glob(inside + ".*"); len(files) != 0 {
+		t.Errorf("index inside a write root was written: %v", files)
 	}
 	if slices.ContainsFunc(p.Notes, func(n string) bool { return strings.Contains(n, "directory index") }) {
 		t.Errorf("index inside a write root used: %q", p.Notes)
@@ -350,5 +367,34 @@ func TestCompileNoWriteRoot(t *testing.T) {
 	}
 	if !slices.ContainsFunc(p.Notes, func(n string) bool { return strings.Contains(n, "matches nothing writable") }) {
 		t.Errorf("notes %q", p.Notes)
+	}
+}
+
+// TestIndexDeniesEveryLocation checks that a sandbox denies every place
+// the index can be, not only the one its environment picks: a run with
+// XDG_RUNTIME_DIR set denies ~/.cache/srt-go too, and one without it
+// /run/user/<euid>/srt-go (found by an adversarial review: the other
+// place was writable with allowWrite ["~"], and a later run with the
+// other environment trusted what was forged there).
+func TestIndexDeniesEveryLocation(t *testing.T) {
+	tr := newTree(t)
+	xdg := filepath.Join(tr.root, "xdg")
+	if err := os.Mkdir(xdg, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", tr.home)
+	rt := fmt.Sprintf("/run/user/%d/srt-go", os.Geteuid())
+	for _, env := range []string{xdg, ""} {
+		t.Setenv("XDG_RUNTIME_DIR", env)
+		denies, _ := indexDenies(&linkGuard{euid: uint32(os.Geteuid())}, dirindex.DefaultPath())
+		want := []string{filepath.Join(tr.home, ".cache/srt-go"), rt}
+		if env != "" {
+			want = append(want, filepath.Join(xdg, "srt-go"))
+		}
+		for _, d := range want {
+			if !slices.ContainsFunc(denies, func(p Path) bool { return p.Literal == d && p.Rule == RuleDirIndex }) {
+				t.Errorf("XDG_RUNTIME_DIR=%q: %s not denied: %v", env, d, denies)
+			}
+		}
 	}
 }

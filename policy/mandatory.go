@@ -49,15 +49,15 @@ var (
 const RuleDirIndex = "mandatory: srt's directory index"
 
 // indexDenies returns the mandatory denies of the directory index: the
-// directory of the index file in use (Env.DirIndex) and the default one
-// (dirindex.DefaultDir), present or not; and inUse, or "" when its
+// directory of the index file in use (Env.DirIndex) and every directory
+// the default one can be in (dirindex.CandidateDirs), present or not; and inUse, or "" when its
 // directory is reached through a link the sandbox or another user could
 // have made (the guard's judgement): such an index is not used, and a
 // deny spelled through that link would refuse the run instead of
 // protecting anything of srt's.
 func indexDenies(g *linkGuard, inUse string) (denies []Path, index string) {
 	index = inUse
-	for _, d := range slices.Compact([]string{indexDir(inUse), dirindex.DefaultDir()}) {
+	for _, d := range slices.Compact(append([]string{indexDir(inUse)}, dirindex.CandidateDirs()...)) {
 		if d == "" {
 			continue
 		}

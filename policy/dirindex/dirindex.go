@@ -18,7 +18,9 @@ package dirindex
 import (
 	"bytes"
 	"cmp"
-	"encoding/gob"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -26,22 +28,27 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 )
 
-// MaxSize bounds the index file in bytes: a larger one is not read, and
+// MaxSize bounds one walk's file in bytes: a larger one is not read, and
 // one that would be larger is not written (the old file is removed).
-const MaxSize = 64 << 20
+// With MaxWalks, the index holds at most 1 GiB; a 100,000-file tree's
+// walk takes about 1 MB.
+const MaxSize = 16 << 20
 
 // RacyWindow is how recent a directory's ctime may be, relative to when
 // it was read, for its result to be stored: a change within the same
 // timestamp tick as the read could leave ctime unchanged.
 const RacyWindow = 2 * time.Second
 
-// magic starts an index file; formatVersion is the layout of what follows.
+// magic starts a walk's file; formatVersion is the layout of what
+// follows: the version (uvarint), the walk's key (uvarint length, bytes)
+// and its directories (encodeDirs).
 const (
 	magic         = "srt-go dirindex\n"
-	formatVersion = 3
+	formatVersion = 4
 )
 
 // Stat is what identifies a directory's state: its device and inode,
@@ -88,34 +95,22 @@ type record struct {
 	Result Result
 }
 
-// stored is one walk's directories, by the path the walk reached each at.
-type stored struct {
-	// Used is when a run last used the walk (Unix nanoseconds), to drop
-	// the oldest walks first (MaxWalks, MaxSize).
-	Used int64
-	// Dirs is the walk's map[string]record (encodeDirs), decoded only
-	// when a run makes that walk.
-	Dirs []byte
-}
-
-type fileData struct {
-	Version int
-	Walks   map[string]stored
-}
-
-// MaxWalks bounds how many walks the file keeps (other settings' and
-// other trees' walks, most recently used first).
+// MaxWalks bounds how many walks the index keeps (other settings' and
+// other trees' walks; the most recently used, by file mtime, first).
 const MaxWalks = 64
 
-// Index is the set of stored walks of one index file. The zero value and
-// nil are a disabled index: every Lookup misses and Save does nothing.
-// An Index is not safe for concurrent use.
+// Index is the set of stored walks at one path: each walk is a file of
+// its own, path + "." + a hash of its key, so that a start reads and
+// writes only the walks it makes (one file of every walk cost a small
+// start ~1,500 page faults once the index held other trees' walks). The
+// zero value and nil are a disabled index: every Lookup misses and Save
+// does nothing. An Index is not safe for concurrent use.
 type Index struct {
 	path string
-	// loaded says the file was read (on the first Walk).
-	loaded bool
-	old    map[string]stored
-	walks  map[string]*Walk
+	// private says path's directory is a private one of the caller's
+	// (checked on the first Walk); privateKnown that it was checked.
+	private, privateKnown bool
+	walks                 map[string]*Walk
 	// fsTypes and stats cache, for one run, the file system type of each
 	// device and the state of each directory by path (StatDir): the deny
 	// walks and the mandatory walk pass the same directories.
@@ -125,48 +120,78 @@ type Index struct {
 	now func() time.Time
 }
 
-// Open loads the index file at path (absolute; "" disables the index).
-// The file is used only if it is a regular file of the caller's own with
-// mode 0600 or stricter, in a directory of the caller's own that no one
-// else can write, reached through no symbolic link (openat2
-// RESOLVE_NO_SYMLINKS on Linux), at most MaxSize bytes, of this format;
-// else the index starts empty.
+// Open returns the index at path (absolute; "" disables the index). A
+// walk's file is used only if it is a regular file of the caller's own
+// with mode 0600 or stricter, in a directory of the caller's own that no
+// one else can write, reached through no symbolic link (openat2
+// RESOLVE_NO_SYMLINKS on Linux), at most MaxSize bytes, of this format
+// and of this very key; else the walk starts empty.
 func Open(path string) *Index { return OpenWithClock(path, time.Now) }
 
 // OpenWithClock is Open with now in place of time.Now for the racily
 // clean check (Walk.Store), for tests that cannot wait RacyWindow.
 func OpenWithClock(path string, now func() time.Time) *Index {
-	return &Index{path: path, old: map[string]stored{}, walks: map[string]*Walk{}, now: now,
+	return &Index{path: path, walks: map[string]*Walk{}, now: now,
 		fsTypes: map[uint64]int64{}, stats: map[string]Stat{}}
 }
 
-// load reads the file, once; what cannot be trusted or decoded is left
-// out (see Open).
-func (ix *Index) load() {
-	if ix.loaded {
-		return
+// walkFile is the file of the walk named key.
+func (ix *Index) walkFile(key string) string {
+	h := sha256.Sum256([]byte(key))
+	return ix.path + "." + hex.EncodeToString(h[:16])
+}
+
+// read returns the directories stored for key, and whether its file was
+// there and trusted (see Open); a used walk's file gets the run's time as
+// its mtime, for MaxWalks.
+func (ix *Index) read(key string) (map[string]record, bool) {
+	if !ix.privateKnown {
+		ix.privateKnown, ix.private = true, privateDir(filepath.Dir(ix.path))
 	}
-	ix.loaded = true
-	if !privateDir(filepath.Dir(ix.path)) {
-		return
+	if !ix.private {
+		return nil, false
 	}
-	f, err := openPrivate(ix.path)
+	f, err := openPrivate(ix.walkFile(key))
 	if err != nil {
-		return
+		return nil, false
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
-	if err != nil || len(b) > MaxSize || !bytes.HasPrefix(b, []byte(magic)) {
-		return
+	if err != nil || len(b) > MaxSize {
+		return nil, false
 	}
-	var d fileData
-	if gob.NewDecoder(bytes.NewReader(b[len(magic):])).Decode(&d) != nil || d.Version != formatVersion {
-		return
+	dirs, ok := decodeWalk(b, key)
+	if ok {
+		touch(f, ix.now())
 	}
-	ix.old = d.Walks
-	if ix.old == nil {
-		ix.old = map[string]stored{}
+	return dirs, ok
+}
+
+// encodeWalk is the content of key's file.
+func encodeWalk(version uint64, key string, dirs []byte) []byte {
+	b := binary.AppendUvarint([]byte(magic), version)
+	b = appendString(b, key)
+	return append(b, dirs...)
+}
+
+// decodeWalk returns the directories of a walk's file b, if it is of
+// this format and of key.
+func decodeWalk(b []byte, key string) (map[string]record, bool) {
+	rest, ok := bytes.CutPrefix(b, []byte(magic))
+	if !ok {
+		return nil, false
 	}
+	v, n := binary.Uvarint(rest)
+	if n <= 0 || v != formatVersion {
+		return nil, false
+	}
+	rest = rest[n:]
+	l, n := binary.Uvarint(rest)
+	if n <= 0 || uint64(len(rest)-n) < l || string(rest[n:n+int(l)]) != key {
+		return nil, false
+	}
+	dirs, err := decodeDirs(rest[n+int(l):])
+	return dirs, err == nil
 }
 
 // StatDir is the package's StatDir, remembered for the rest of the run;
@@ -204,14 +229,8 @@ func (ix *Index) Walk(key string) *Walk {
 	if w := ix.walks[key]; w != nil {
 		return w
 	}
-	ix.load()
 	w := &Walk{ix: ix, fresh: map[string]record{}}
-	if s, ok := ix.old[key]; ok {
-		var err error
-		if w.old, err = decodeDirs(s.Dirs); err != nil {
-			w.old = nil // corrupt: every Lookup misses
-		}
-	}
+	w.old, w.onDisk = ix.read(key)
 	ix.walks[key] = w
 	return w
 }
@@ -220,6 +239,8 @@ func (ix *Index) Walk(key string) *Walk {
 type Walk struct {
 	ix         *Index
 	old, fresh map[string]record
+	// onDisk says old came from the walk's file.
+	onDisk bool
 	// stored says Store recorded something: the file needs writing.
 	stored bool
 	// hits counts the Lookups that found a result.
@@ -281,61 +302,75 @@ func (ix *Index) Stats() (hits, kept int) {
 	return hits, kept
 }
 
-// Save writes the index back: each walk of this run holds exactly the
-// directories it entered, other walks in the file are kept, the oldest
-// dropped first past MaxSize. The file is written to a temporary file
-// and renamed over the old one, so a concurrent run reads either whole.
-// It does nothing for a disabled index, when every walk found what the
-// file holds, or when the directory cannot be made private; the error is
-// for debug output only.
+// Save writes back the walks of this run that changed, each holding
+// exactly the directories it entered, to its own file (written to a
+// temporary file and renamed over the old one, so a concurrent run reads
+// either whole), then drops the least recently used walks past MaxWalks.
+// It does nothing for a disabled index or when every walk found what its
+// file holds; the error is for debug output only.
 func (ix *Index) Save() error {
 	if ix == nil || ix.path == "" || !slices.ContainsFunc(slices.Collect(maps.Values(ix.walks)), (*Walk).changed) {
 		return nil
 	}
-	dir := filepath.Dir(ix.path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	dir, name := filepath.Split(ix.path)
+	now := ix.now()
+	var errs []error
+	for _, k := range slices.Sorted(maps.Keys(ix.walks)) {
+		w := ix.walks[k]
+		if !w.changed() {
+			continue
+		}
+		file := filepath.Base(ix.walkFile(k))
+		b := encodeWalk(formatVersion, k, encodeDirs(w.fresh))
+		switch {
+		case len(w.fresh) == 0:
+			b = nil // nothing to keep: remove what the file held
+		case len(b) > MaxSize:
+			errs = append(errs, fmt.Errorf("walk of %d bytes exceeds %d: %w", len(b), MaxSize, errTooLarge))
+			b = nil
+		}
+		if b == nil && !w.onDisk {
+			continue
+		}
+		if err := writeIndex(dir, file, b, now); err != nil {
+			return errors.Join(append(errs, err)...)
+		}
+	}
+	return errors.Join(append(errs, ix.prune(dir, name))...)
+}
+
+// prune removes the walk files of the index beyond MaxWalks, the least
+// recently used (oldest mtime) first, and the single-file index of
+// format 3 and before.
+func (ix *Index) prune(dir, name string) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
 		return fmt.Errorf("index directory: %w", err)
 	}
-	if !privateDir(dir) {
-		return fmt.Errorf("index directory %s: %w", dir, errNotPrivate)
+	type walkFile struct {
+		name string
+		used time.Time
 	}
-	d := fileData{Version: formatVersion, Walks: map[string]stored{}}
-	now := ix.now().UnixNano()
-	size := 0
-	for k, w := range ix.walks {
-		s := stored{Used: now, Dirs: ix.old[k].Dirs}
-		if w.changed() || s.Dirs == nil {
-			s.Dirs = encodeDirs(w.fresh)
-		}
-		d.Walks[k] = s
-		size += len(k) + len(s.Dirs)
-	}
-	// Other walks (other settings' patterns, other trees), the most
-	// recently used first, while they fit.
-	others := make([]string, 0, len(ix.old))
-	for k := range ix.old {
-		if ix.walks[k] == nil {
-			others = append(others, k)
+	var files []walkFile
+	var errs []error
+	for _, e := range ents {
+		switch {
+		case e.Name() == name && e.Type().IsRegular():
+			errs = append(errs, writeIndex(dir, name, nil, time.Time{}))
+		case strings.HasPrefix(e.Name(), name+".") && e.Type().IsRegular():
+			if fi, err := e.Info(); err == nil {
+				files = append(files, walkFile{e.Name(), fi.ModTime()})
+			}
 		}
 	}
-	slices.SortFunc(others, func(a, b string) int { return cmp.Compare(ix.old[b].Used, ix.old[a].Used) })
-	for _, k := range others {
-		n := len(k) + len(ix.old[k].Dirs)
-		if len(d.Walks) >= MaxWalks || size+n > MaxSize-1<<20 {
-			break
-		}
-		d.Walks[k] = ix.old[k]
-		size += n
+	if len(files) <= MaxWalks {
+		return errors.Join(errs...)
 	}
-	b, err := encode(d)
-	if err != nil {
-		return err
+	slices.SortFunc(files, func(a, b walkFile) int { return cmp.Or(b.used.Compare(a.used), cmp.Compare(a.name, b.name)) })
+	for _, f := range files[MaxWalks:] {
+		errs = append(errs, writeIndex(dir, f.name, nil, time.Time{}))
 	}
-	if len(b) > MaxSize {
-		_ = os.Remove(ix.path)
-		return fmt.Errorf("index of %d bytes exceeds %d: %w", len(b), MaxSize, errTooLarge)
-	}
-	return writeAtomic(dir, ix.path, b)
+	return errors.Join(errs...)
 }
 
 var (
@@ -343,41 +378,11 @@ var (
 	errTooLarge   = errors.New("index too large")
 )
 
-func encode(d fileData) ([]byte, error) {
-	var buf bytes.Buffer
-	buf.WriteString(magic)
-	if err := gob.NewEncoder(&buf).Encode(d); err != nil {
-		return nil, fmt.Errorf("encode index: %w", err)
-	}
-	return buf.Bytes(), nil
-}
-
-// writeAtomic writes b to a new 0600 file in dir and renames it to path.
-func writeAtomic(dir, path string, b []byte) error {
-	f, err := os.CreateTemp(dir, ".dirindex-*")
-	if err != nil {
-		return fmt.Errorf("index: %w", err)
-	}
-	tmp := f.Name()
-	if _, err = f.Write(b); err == nil {
-		err = f.Chmod(0o600)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("index: %w", err)
-	}
-	return nil
-}
-
 // DefaultPath returns where srt keeps its index: srt-go/dirindex in
-// $XDG_RUNTIME_DIR when that is set, absolute and a private directory
-// of the caller's own, else in ~/.cache; "" when neither is known.
+// $XDG_RUNTIME_DIR when that is /run/user/<euid> (the only runtime
+// directory CandidateDirs can know without the variable) and a private
+// directory of the caller's own, else in ~/.cache; "" when neither is
+// known.
 func DefaultPath() string {
 	if d := DefaultDir(); d != "" {
 		return filepath.Join(d, "dirindex")
@@ -385,12 +390,40 @@ func DefaultPath() string {
 	return ""
 }
 
-// DefaultDir is the directory of DefaultPath: $XDG_RUNTIME_DIR/srt-go or
+// DefaultDir is the directory of DefaultPath: /run/user/<euid>/srt-go or
 // ~/.cache/srt-go.
 func DefaultDir() string {
-	if x := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(x) && privateDir(x) {
-		return filepath.Join(filepath.Clean(x), "srt-go")
+	if x := os.Getenv("XDG_RUNTIME_DIR"); filepath.Clean(x) == runtimeDir() && privateDir(x) {
+		return filepath.Join(runtimeDir(), "srt-go")
 	}
+	return homeDir()
+}
+
+// CandidateDirs are every directory DefaultDir can be in some
+// environment of this user's (/run/user/<euid>/srt-go, and
+// ~/.cache/srt-go for $HOME), plus $XDG_RUNTIME_DIR/srt-go when that is
+// set: each sandbox denies them all, so that a run whose environment
+// names one cannot write the index a run with another environment
+// trusts (found by an adversarial review: a run with XDG_RUNTIME_DIR
+// set and allowWrite ["~"] wrote ~/.cache/srt-go/dirindex).
+func CandidateDirs() []string {
+	out := []string{filepath.Join(runtimeDir(), "srt-go")}
+	if x := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(x) {
+		out = append(out, filepath.Join(filepath.Clean(x), "srt-go"))
+	}
+	if h := homeDir(); h != "" {
+		out = append(out, h)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// runtimeDir is /run/user/<euid>, the runtime directory systemd-logind
+// makes for a user.
+func runtimeDir() string { return fmt.Sprintf("/run/user/%d", os.Geteuid()) }
+
+// homeDir is ~/.cache/srt-go, or "" when $HOME is unknown or relative.
+func homeDir() string {
 	home, err := os.UserHomeDir()
 	if err != nil || !filepath.IsAbs(home) {
 		return ""

@@ -1,8 +1,14 @@
 package dirindex
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -156,4 +162,100 @@ func privateDir(dir string) bool {
 		return false
 	}
 	return st.Mode&unix.S_IFMT == unix.S_IFDIR && st.Uid == uint32(os.Geteuid()) && st.Mode&0o077 == 0
+}
+
+// writeIndex writes b as file name in directory dir, by descriptor: dir
+// is opened (made, 0700, where missing) one component at a time from /
+// without following a symbolic link (O_NOFOLLOW), must be a directory
+// of the caller's own that no one else can write or search (fstat), and
+// the temporary file is created (O_EXCL, 0600) and renamed over name
+// relative to that descriptor, so that a path swapped meanwhile — a root
+// srt whose $HOME lies in a user's tree — cannot lead the write
+// elsewhere. The file's mtime is set to used (MaxWalks keeps the most
+// recently used). A nil b removes name instead.
+func writeIndex(dir, name string, b []byte, used time.Time) error {
+	dfd, err := openDirNoFollow(dir)
+	if err != nil {
+		return fmt.Errorf("index directory: %w", err)
+	}
+	defer unix.Close(dfd)
+	var st unix.Stat_t
+	if err := unix.Fstat(dfd, &st); err != nil {
+		return fmt.Errorf("index directory %s: %w", dir, err)
+	}
+	if st.Uid != uint32(os.Geteuid()) || st.Mode&0o077 != 0 {
+		return fmt.Errorf("index directory %s: %w", dir, errNotPrivate)
+	}
+	if b == nil {
+		if err := unix.Unlinkat(dfd, name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("index: remove %s: %w", name, err)
+		}
+		return nil
+	}
+	var rnd [8]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return fmt.Errorf("index: %w", err)
+	}
+	tmp := ".dirindex-" + hex.EncodeToString(rnd[:])
+	fd, err := unix.Openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return fmt.Errorf("index: create %s: %w", tmp, err)
+	}
+	f := os.NewFile(uintptr(fd), filepath.Join(dir, tmp))
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Chmod(0o600)
+	}
+	if err == nil {
+		touch(f, used)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = unix.Renameat(dfd, tmp, dfd, name)
+	}
+	if err != nil {
+		_ = unix.Unlinkat(dfd, tmp, 0)
+		return fmt.Errorf("index: %w", err)
+	}
+	return nil
+}
+
+// openDirNoFollow opens absolute directory path one component at a time
+// from / (O_DIRECTORY|O_NOFOLLOW: a symbolic link anywhere on it fails
+// with ELOOP or ENOTDIR), making a missing component with mode 0700.
+func openDirNoFollow(path string) (int, error) {
+	if !filepath.IsAbs(path) {
+		return -1, &os.PathError{Op: "open", Path: path, Err: unix.EINVAL}
+	}
+	const flags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	fd, err := unix.Open("/", flags, 0)
+	if err != nil {
+		return -1, &os.PathError{Op: "open", Path: "/", Err: err}
+	}
+	for _, c := range strings.Split(strings.Trim(filepath.Clean(path), "/"), "/") {
+		if c == "" {
+			continue
+		}
+		next, err := unix.Openat(fd, c, flags, 0)
+		if errors.Is(err, unix.ENOENT) {
+			if err = unix.Mkdirat(fd, c, 0o700); err == nil || errors.Is(err, unix.EEXIST) {
+				next, err = unix.Openat(fd, c, flags, 0)
+			}
+		}
+		unix.Close(fd)
+		if err != nil {
+			return -1, &os.PathError{Op: "open", Path: path, Err: err}
+		}
+		fd = next
+	}
+	return fd, nil
+}
+
+// touch sets f's access and modification times to t, best effort (the
+// walk's recency for MaxWalks; a failure only makes it look older).
+func touch(f *os.File, t time.Time) {
+	ts := []unix.Timespec{unix.NsecToTimespec(t.UnixNano()), unix.NsecToTimespec(t.UnixNano())}
+	_ = unix.UtimesNanoAt(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", f.Fd()), ts, 0)
 }

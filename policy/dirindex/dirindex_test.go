@@ -1,6 +1,7 @@
 package dirindex
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -42,6 +43,9 @@ func saved(t *testing.T, path string) {
 	}
 }
 
+// kfile is the file of walk "k" of the index at path.
+func kfile(path string) string { return OpenWithClock(path, clock(now)).walkFile("k") }
+
 func hit(path string, st Stat) bool {
 	_, ok := OpenWithClock(path, clock(now)).Walk("k").Lookup("/d", st)
 	return ok
@@ -54,7 +58,7 @@ func TestRoundTrip(t *testing.T) {
 	if !ok || len(r.Entries) != 2 || r.Entries[0] != result.Entries[0] || r.Entries[1] != result.Entries[1] {
 		t.Fatalf("lookup %v %v", r, ok)
 	}
-	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+	if fi, err := os.Stat(kfile(path)); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("index file %v %v", fi, err)
 	}
 	for name, st := range map[string]Stat{
@@ -92,7 +96,7 @@ func TestNotStored(t *testing.T) {
 	if err := ix.Save(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(path); err == nil {
+	if _, err := os.Stat(kfile(path)); err == nil {
 		t.Error("an index with nothing to keep was written")
 	}
 }
@@ -115,11 +119,7 @@ func TestIgnored(t *testing.T) {
 		},
 		"other version": func(t *testing.T, path string) {
 			dirs := encodeDirs(map[string]record{"/d": {Stat: stat1, Result: result}})
-			b, err := encode(fileData{Version: formatVersion + 1, Walks: map[string]stored{"k": {Dirs: dirs}}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, b, 0o600); err != nil {
+			if err := os.WriteFile(path, encodeWalk(formatVersion+1, "k", dirs), 0o600); err != nil {
 				t.Fatal(err)
 			}
 		},
@@ -167,7 +167,7 @@ func TestIgnored(t *testing.T) {
 			if !hit(path, stat1) {
 				t.Fatal("the saved index does not hit: the test proves nothing")
 			}
-			spoil(t, path)
+			spoil(t, kfile(path))
 			if hit(path, stat1) {
 				t.Errorf("a %s index was used", name)
 			}
@@ -175,7 +175,7 @@ func TestIgnored(t *testing.T) {
 	}
 	t.Run("corrupt then saved", func(t *testing.T) {
 		path := privateIndex(t)
-		if err := os.WriteFile(path, []byte("junk"), 0o600); err != nil {
+		if err := os.WriteFile(kfile(path), []byte("junk"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		saved(t, path)
@@ -245,10 +245,9 @@ func TestMaxWalks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ix := OpenWithClock(path, clock(now))
-	ix.load()
-	if len(ix.old) != MaxWalks {
-		t.Errorf("%d walks kept, want %d", len(ix.old), MaxWalks)
+	files, err := filepath.Glob(path + ".*")
+	if err != nil || len(files) != MaxWalks {
+		t.Errorf("%d walks kept, want %d (%v)", len(files), MaxWalks, err)
 	}
 	if hit(path, stat1) {
 		t.Error("the least recently used walk was kept")
@@ -290,5 +289,36 @@ func TestCodec(t *testing.T) {
 		c := append([]byte(nil), b...)
 		c[i] ^= 0xff
 		_, _ = decodeDirs(c)
+	}
+}
+
+// TestOwnFiles checks that each walk is a file of its own, read only by
+// a run that makes it, and that the single file of format 3 is removed.
+func TestOwnFiles(t *testing.T) {
+	path := privateIndex(t)
+	if err := os.WriteFile(path, []byte(magic+"format 3"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	saved(t, path)
+	if _, err := os.Stat(path); err == nil {
+		t.Error("the format 3 file was kept")
+	}
+	ix := OpenWithClock(path, clock(now))
+	ix.Walk("k2").Store("/e", stat1, result)
+	if err := ix.Save(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(ix.walkFile("k2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := decodeWalk(b, "k2"); !ok {
+		t.Error("walk k2's file does not decode")
+	}
+	if _, ok := decodeWalk(b, "k"); ok {
+		t.Error("walk k2's file decodes as walk k")
+	}
+	if bytes.Contains(b, []byte("/d")) {
+		t.Error("walk k2's file holds walk k's directories")
 	}
 }
