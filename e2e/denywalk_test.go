@@ -130,3 +130,86 @@ func TestDirIndexOtherLocation(t *testing.T) {
 		}
 	})
 }
+
+// TestDenyWalkLinkChain is the second adversarial review's regression
+// of the write-deny walk: a chain of links through a directory outside
+// every write root ("p/l1 -> el", "el/l2 -> W/sub") must be followed,
+// so that "**/.env" run from p denies W/sub/.env at l1/l2/.env.
+func TestDenyWalkLinkChain(t *testing.T) {
+	forEachUser(t, func(t *testing.T, u *account) {
+		t.Parallel()
+		for _, mode := range []string{"rules-on", "rules-off"} {
+			t.Run(mode, func(t *testing.T) {
+				w := u.workDir(t)
+				root, env := filepath.Join(w, "W"), filepath.Join(w, "W/sub/.env")
+				u.write(t, env, crossOriginal)
+				u.write(t, filepath.Join(w, "p/l1"), "->"+filepath.Join(w, "el"))
+				u.write(t, filepath.Join(w, "el/l2"), "->"+filepath.Join(root, "sub"))
+				settings := fmt.Sprintf(`{"filesystem":{"allowWrite":[%q],"denyWrite":["**/.env"]%s}}`, root, rulesOff(mode))
+				out, errOut, code := srtRun{u: u, dir: filepath.Join(w, "p"), settings: settings, env: []string{"HOME=" + filepath.Join(w, "home")},
+					args: []string{"sh", "-c", `echo PWNED >>l1/l2/.env 2>/dev/null && echo WROTE; echo done`}}.run(t)
+				if !strings.Contains(out, "done") {
+					t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+				}
+				if b, _ := os.ReadFile(env); strings.Contains(out, "WROTE") || string(b) != crossOriginal {
+					t.Errorf("the .env behind the chain of links was written (%q):\n%s\n%s", b, out, errOut)
+				}
+			})
+		}
+	})
+}
+
+// TestDenyWalkOtherUsersLink is the second adversarial review's
+// regression of the unsearchable-directory check: run 1 makes a
+// directory holding a denyRead glob's match unsearchable (chmod 000);
+// another user (nobody) links to it from a world-writable directory the
+// glob's walk passes first; run 2 restores the mode and reads the
+// secret. The link's owner must not make the directory look like
+// another user's (ignored), nor hide its real path from the walk: run 2
+// must be refused or the read denied. As root the mode stops nothing,
+// and the walk must still find the secret.
+func TestDenyWalkOtherUsersLink(t *testing.T) {
+	forEachUser(t, func(t *testing.T, u *account) {
+		t.Parallel()
+		for _, mode := range []string{"rules-on", "rules-off"} {
+			t.Run(mode, func(t *testing.T) {
+				d := u.workDir(t)
+				root, e := filepath.Join(d, "W"), "a/b/c/d/e"
+				u.write(t, filepath.Join(root, e, ".env"), crossSecret)
+				pub := filepath.Join(d, "0pub") // sorts before the tree
+				u.mkdir(t, pub)
+				if err := os.Chmod(pub, os.ModeSticky|0o777); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { os.Chmod(filepath.Join(root, e), 0o755) })
+				settings := fmt.Sprintf(`{"filesystem":{"allowWrite":[%q],"denyRead":[%q]%s}}`, root, d+"/**/.env", rulesOff(mode))
+				run := func(script string) crossResult {
+					t.Helper()
+					out, errOut, code := srtRun{u: u, dir: root, settings: settings, env: []string{"HOME=" + filepath.Join(d, "home")},
+						args: []string{"sh", "-c", script}}.run(t)
+					return crossResult{out, errOut, code}
+				}
+				if r := run("chmod 000 " + e + " && echo chmodded"); !strings.Contains(r.out, "chmodded") {
+					t.Fatalf("run 1: %v", r)
+				}
+				otherUser(t, "ln", "-s", filepath.Join(root, e), filepath.Join(pub, "lnk"))
+				r := run("chmod 700 " + e + "; cat " + e + "/.env; echo ran")
+				if strings.Contains(r.out, crossSecret) {
+					t.Errorf("run 2 read the secret behind another user's link to the directory run 1 hid: %v", r)
+				}
+				if r.code == 0 && !strings.Contains(r.out, "ran") {
+					t.Errorf("run 2: %v", r)
+				}
+			})
+		}
+	})
+}
+
+// rulesOff is the settings fragment turning the creation-time rules off
+// for mode "rules-off".
+func rulesOff(mode string) string {
+	if mode == "rules-off" {
+		return `,"enforceNamesAtCreation":false`
+	}
+	return ""
+}

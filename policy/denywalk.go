@@ -19,7 +19,7 @@ import (
 // walkFormat changes whenever what a deny walk stores per directory, or
 // how it decides it, changes: part of every index key, so that a build
 // never reuses another's results.
-const walkFormat = "deny-walk 2"
+const walkFormat = "deny-walk 3"
 
 // denyWalk is one deny glob's walk (expandDeny).
 type denyWalk struct {
@@ -29,10 +29,10 @@ type denyWalk struct {
 	// false when a brace alternative may hold a "/", so that segments do
 	// not line up with directory levels.
 	prune bool
-	// scope, for a write-deny, are the resolved write roots: a link is
-	// followed only to a directory inside one (a match elsewhere is not
-	// writable, so needs no mount). nil for a read-deny: reads are
-	// possible everywhere.
+	// scope, for a write-deny, are the resolved write roots: only what
+	// resolves inside one is matched (a match elsewhere is not writable,
+	// so needs no mount); outside them the walk only looks for links
+	// back in. nil for a read-deny: reads are possible everywhere.
 	scope []string
 	// ix is the run's index (nil: none), idx this walk's stored results.
 	ix    *dirindex.Index
@@ -54,13 +54,16 @@ type denyWalk struct {
 // With writeRoots not nil (a write-deny), only what is writable is
 // matched: a directory inside a write root is walked as a read-deny's
 // is; one outside every write root (a part of the base the sandbox
-// cannot change) is entered, its real subdirectories and those of its
-// links that resolve to a directory inside a write root looked into,
-// and nothing in it matched unless it resolves into a write root (a
-// file write root, a link to a file inside one): a match is writable only inside a write
-// root, but may be reached from outside one through a link, by that
-// link's spelling (found by an adversarial review: "p/lnk -> W/sub"
-// with "**/.env" run from p). No write root at all: nothing is walked.
+// cannot change, or a directory a link leads to) is entered, its
+// subdirectories and links to directories looked into wherever they
+// lead, and nothing in it matched unless it resolves into a write root
+// (a file write root, a link to a file inside one): a match is writable
+// only inside a write root, but may be reached from outside one through
+// a link, or a chain of them, by that spelling (found by adversarial
+// reviews: "p/lnk -> W/sub" with "**/.env" run from p; "p/l1 -> el",
+// "el/l2 -> W/sub"). No write root at all: nothing is walked. A
+// directory is marked seen only once read, so that one that cannot be
+// read is reported at each spelling reached, its real path among them.
 //
 // ix, when not nil, holds what earlier runs read from each directory of
 // this walk; a directory unchanged since (dirindex) is not read again.
@@ -118,7 +121,6 @@ func (w *denyWalk) walk(dir, res string, rel []string) {
 	if ok && w.seen[id] {
 		return
 	}
-	w.seen[id] = ok
 	inside := w.inScope(res)
 	key := dir + "\x00" + strings.Join(rel, "/")
 	r, hit := w.idx.Lookup(key, st)
@@ -138,6 +140,10 @@ func (w *denyWalk) walk(dir, res string, rel []string) {
 			return
 		}
 	}
+	// Seen only once read: a directory that could not be read is
+	// reported at every spelling the walk reaches, its real path among
+	// them (a link another user made to it must not be the only one).
+	w.seen[id] = ok
 	for _, e := range r.Entries {
 		full := filepath.Join(dir, e.Name)
 		// Outside the scope, a match counts where it is itself a write
@@ -150,10 +156,11 @@ func (w *denyWalk) walk(dir, res string, rel []string) {
 		case dirindex.EnterDir:
 			sub = filepath.Join(res, e.Name)
 		case dirindex.EnterLink:
-			// Followed only into the scope, from inside or outside it.
-			if sub = resolveMissing(full); !w.inScope(sub) {
-				continue
-			}
+			// Followed wherever it leads: outside the scope the walk
+			// matches nothing but keeps looking for links back into it
+			// (a chain "p/l1 -> el", "el/l2 -> W/sub": found by an
+			// adversarial review); the seen set ends loops.
+			sub = resolveMissing(full)
 		default:
 			continue
 		}

@@ -86,6 +86,14 @@ func TestDenyWalkIntersection(t *testing.T) {
 	symlink(t, w+"/sub", T+"/p/lnk")
 	symlink(t, T+"/other", T+"/p/far/out")
 	symlink(t, w+"/sub/.env", T+"/p/dot.env")
+	// Chains of links through a directory outside every write root, from
+	// outside one and from inside one into another (found by a second
+	// adversarial review: only a link straight into a root was followed).
+	files(t, T, "q/", "el/", "c/root/", "c/el/", "c/w2/.env")
+	symlink(t, T+"/el", T+"/q/l1")
+	symlink(t, w+"/sub", T+"/el/l2")
+	symlink(t, T+"/c/el", T+"/c/root/l1")
+	symlink(t, T+"/c/w2", T+"/c/el/l2")
 	cases := []struct {
 		name, pattern string
 		roots         []Path
@@ -108,6 +116,10 @@ func TestDenyWalkIntersection(t *testing.T) {
 			[]string{w + "/sub/.env"}},
 		{"a link outside the roots to a file inside one", T + "/p/*.env", rootsOf(w),
 			[]string{w + "/sub/.env"}},
+		{"a chain of links outside the roots into one", T + "/q/**/.env", rootsOf(w),
+			[]string{w + "/sub/.env", w + "/sub/deep/.env"}},
+		{"a chain of links from a root, out, into another", T + "/c/root/**/.env", rootsOf(T+"/c/root", T+"/c/w2"),
+			[]string{T + "/c/w2/.env"}},
 		{"a write root that is a file", T + "/ro/**/.env", rootsOf(filepath.Join(T, "ro/file/.env")),
 			[]string{T + "/ro/file/.env"}},
 		{"a read-deny walks everything, through every link", T + "/ro/**/.env", nil,

@@ -340,7 +340,10 @@ func uncheckable(path string, err error) error {
 		return nil
 	}
 	for d := filepath.Dir(path); ; d = filepath.Dir(d) {
-		if fi, e := os.Lstat(d); e == nil {
+		// The directory reached, not a link spelling it: a link another
+		// user made to the user's directory must not make it look like
+		// that user's (found by an adversarial review).
+		if fi, e := os.Stat(d); e == nil {
 			if uid, ok := owner(fi); ok && uid != euid() {
 				return nil
 			}
@@ -354,9 +357,12 @@ func uncheckable(path string, err error) error {
 
 // unlistable returns why directory dir, which srt could not list or
 // search (err), must make the run refuse: it is the user's (see
-// uncheckable). nil for another user's directory.
+// uncheckable). nil for another user's directory. Whose it is is judged
+// on the directory dir resolves to, not on a link spelling it (dir is
+// the path a walk reached, perhaps through a link another user left in
+// /tmp: found by an adversarial review).
 func unlistable(dir string, err error) error {
-	fi, e := os.Lstat(dir)
+	fi, e := os.Stat(dir)
 	if e != nil {
 		return uncheckable(dir, e)
 	}
