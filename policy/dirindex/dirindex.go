@@ -26,8 +26,10 @@ import (
 	"io"
 	"maps"
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -401,17 +403,22 @@ func DefaultDir() string {
 
 // CandidateDirs are every directory DefaultDir can be in some
 // environment of this user's (/run/user/<euid>/srt-go, and
-// ~/.cache/srt-go for $HOME), plus $XDG_RUNTIME_DIR/srt-go when that is
-// set: each sandbox denies them all, so that a run whose environment
-// names one cannot write the index a run with another environment
-// trusts (found by an adversarial review: a run with XDG_RUNTIME_DIR
-// set and allowWrite ["~"] wrote ~/.cache/srt-go/dirindex).
+// ~/.cache/srt-go for $HOME and for the home the password database
+// gives the euid), plus $XDG_RUNTIME_DIR/srt-go when that is set: each
+// sandbox denies them all, so that a run whose environment names one
+// cannot write the index a run with another environment trusts (found
+// by adversarial reviews: a run with XDG_RUNTIME_DIR set and allowWrite
+// ["~"] wrote ~/.cache/srt-go/dirindex; one with another $HOME, the
+// real home's).
 func CandidateDirs() []string {
 	out := []string{filepath.Join(runtimeDir(), "srt-go")}
 	if x := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(x) {
 		out = append(out, filepath.Join(filepath.Clean(x), "srt-go"))
 	}
 	if h := homeDir(); h != "" {
+		out = append(out, h)
+	}
+	if h := passwdHomeDir(); h != "" {
 		out = append(out, h)
 	}
 	slices.Sort(out)
@@ -429,4 +436,15 @@ func homeDir() string {
 		return ""
 	}
 	return filepath.Join(filepath.Clean(home), ".cache", "srt-go")
+}
+
+// passwdHomeDir is ~/.cache/srt-go for the euid's home in the password
+// database (os/user: /etc/passwd, or NSS with cgo), or "" when it has
+// none or it is relative.
+func passwdHomeDir() string {
+	u, err := user.LookupId(strconv.Itoa(os.Geteuid()))
+	if err != nil || !filepath.IsAbs(u.HomeDir) {
+		return ""
+	}
+	return filepath.Join(filepath.Clean(u.HomeDir), ".cache", "srt-go")
 }

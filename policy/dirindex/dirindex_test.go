@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -320,5 +323,20 @@ func TestOwnFiles(t *testing.T) {
 	}
 	if bytes.Contains(b, []byte("/d")) {
 		t.Error("walk k2's file holds walk k's directories")
+	}
+}
+
+// TestCandidateDirsPasswdHome: the password database's home is a
+// candidate whatever $HOME says, so that a run started with another
+// $HOME still denies the index a normal run trusts.
+func TestCandidateDirsPasswdHome(t *testing.T) {
+	u, err := user.LookupId(strconv.Itoa(os.Geteuid()))
+	if err != nil || !filepath.IsAbs(u.HomeDir) {
+		t.Skipf("no home in the password database: %v", err)
+	}
+	t.Setenv("HOME", t.TempDir())
+	want := filepath.Join(filepath.Clean(u.HomeDir), ".cache", "srt-go")
+	if got := CandidateDirs(); !slices.Contains(got, want) {
+		t.Errorf("CandidateDirs() = %q, missing %s", got, want)
 	}
 }
