@@ -28,22 +28,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 bench_setup creation-ab
 bench_tree "$FILES" 100 512
 
-out=$work/out
-mkdir -p "$out" "$work/old"
-deny='"denyWrite":["**/.env","**/*.key","**/*.pem","secrets/**"]'
-echo '{"filesystem":{"allowWrite":["'"$out"'"],'"$deny"',"enforceNamesAtCreation":false}}' >"$work/off.json"
-echo '{"filesystem":{"allowWrite":["'"$out"'"],'"$deny"'}}' >"$work/on.json"
-cat >"$work/compile.sh" <<SH
-mkdir -p $out/build
-for i in \$(seq 1 2000); do
-	echo "obj \$i" > $out/build/o\$i.tmp && mv $out/build/o\$i.tmp $out/build/o\$i.o
-done
-SH
+creation_workloads
 # Moved aside, not removed: see bench/creation.sh.
 reset() { mv "$out" "$work/old/$(date +%s%N)" && mkdir "$out"; }
-cmd_untar="tar -C $out -xf $work/tree.tar"
-cmd_clone="git clone -q $src $out/clone"
-cmd_compile="sh $work/compile.sh"
 
 # run VARIANT WORKLOAD [PREFIX...]: runs it once.
 run() {

@@ -26,28 +26,12 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 bench_setup creation
 bench_tree "$FILES" 100 512
 
-out=$work/out
-mkdir -p "$out"
-deny='"denyWrite":["**/.env","**/*.key","**/*.pem","secrets/**"]'
-echo '{"filesystem":{"allowWrite":["'"$out"'"],'"$deny"',"enforceNamesAtCreation":false}}' >"$work/off.json"
-echo '{"filesystem":{"allowWrite":["'"$out"'"],'"$deny"'}}' >"$work/on.json"
-# compile-like: 2000 objects, each written to a temporary file and renamed.
-cat >"$work/compile.sh" <<SH
-mkdir -p $out/build
-for i in \$(seq 1 2000); do
-	echo "obj \$i" > $out/build/o\$i.tmp && mv $out/build/o\$i.tmp $out/build/o\$i.o
-done
-SH
-
-mkdir -p "$work/old"
+creation_workloads
 printf 'mv %s %s/old/$(date +%%s%%N) && mkdir %s\n' "$out" "$work" "$out" >"$work/reset.sh"
 reset="sh $work/reset.sh"
-untar="tar -C $out -xf $work/tree.tar"
-clone="git clone -q $src $out/clone"
-compile="sh $work/compile.sh"
 
 for w in untar clone compile; do
-	cmd=${!w}
+	c=cmd_$w cmd=${!c}
 	echo "== $w ($FILES files; compile: 2000 write+rename) =="
 	hyperfine -N -r "$RUNS" -w "$WARMUP" -p "$reset" \
 		-n "$w, no srt" "$cmd" \

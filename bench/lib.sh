@@ -36,3 +36,27 @@ bench_tree() {
 	git -C "$src" add -A
 	git -C "$src" -c user.name=b -c user.email=b@b commit -q -m tree
 }
+
+# creation_workloads: the creation-time rules' three workloads
+# (bench/creation.sh, bench/creation-ab.sh), after bench_tree: the output
+# directory $out (and $work/old, where a reset moves it), the settings
+# $work/off.json (rules off) and $work/on.json (rules on), both with the
+# same denyWrite globs, and the commands $cmd_untar, $cmd_clone and
+# $cmd_compile (2000 objects, each written to a temporary file and
+# renamed into place).
+creation_workloads() {
+	out=$work/out
+	mkdir -p "$out" "$work/old"
+	local deny='"denyWrite":["**/.env","**/*.key","**/*.pem","secrets/**"]'
+	echo '{"filesystem":{"allowWrite":["'"$out"'"],'"$deny"',"enforceNamesAtCreation":false}}' >"$work/off.json"
+	echo '{"filesystem":{"allowWrite":["'"$out"'"],'"$deny"'}}' >"$work/on.json"
+	cat >"$work/compile.sh" <<SH
+mkdir -p $out/build
+for i in \$(seq 1 2000); do
+	echo "obj \$i" > $out/build/o\$i.tmp && mv $out/build/o\$i.tmp $out/build/o\$i.o
+done
+SH
+	cmd_untar="tar -C $out -xf $work/tree.tar"
+	cmd_clone="git clone -q $src $out/clone"
+	cmd_compile="sh $work/compile.sh"
+}
