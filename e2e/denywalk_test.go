@@ -26,11 +26,7 @@ func TestDenyWalkLinkOutsideRoots(t *testing.T) {
 						root, env := filepath.Join(w, "W"), filepath.Join(w, "W/sub/.env")
 						u.write(t, env, crossOriginal)
 						u.write(t, filepath.Join(w, c.dir, "lnk"), "->"+filepath.Join(root, "sub"))
-						off := ""
-						if mode == "rules-off" {
-							off = `,"enforceNamesAtCreation":false`
-						}
-						settings := fmt.Sprintf(`{"filesystem":{"allowWrite":[%q],"denyWrite":[%q]%s}}`, root, c.glob, off)
+						settings := fmt.Sprintf(`{"filesystem":{"allowWrite":[%q],"denyWrite":[%q]%s}}`, root, c.glob, rulesOff(mode))
 						script := fmt.Sprintf(`echo PWNED >>lnk/.env 2>/dev/null && echo WROTE-lnk; echo PWNED >>%s 2>/dev/null && echo WROTE-target; echo done`, env)
 						out, errOut, code := srtRun{u: u, dir: filepath.Join(w, c.dir), settings: settings, env: []string{"HOME=" + filepath.Join(w, "home")},
 							args: []string{"sh", "-c", script}}.run(t)
