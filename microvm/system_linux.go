@@ -81,8 +81,8 @@ func (v *VM) planSystem() error {
 	for _, p := range v.cfg.DenyRead {
 		want = append(want, filepath.Clean(p)+"\x00DenyRead")
 	}
-	for _, w := range want {
-		p, why, _ := strings.Cut(w, "\x00")
+	for i := 0; i < len(want); i++ {
+		p, why, _ := strings.Cut(want[i], "\x00")
 		views, err := v.viewPathsOf(p)
 		if err != nil {
 			return fmt.Errorf("%s %s: %w", why, p, err)
@@ -93,6 +93,15 @@ func (v *VM) planSystem() error {
 				continue // nothing to show
 			} else if err != nil {
 				return fmt.Errorf("%s %s: %v: %w", why, p, err, ErrCannotHide)
+			}
+			if fi.Mode()&os.ModeSymlink != 0 && why == "SystemHidden" && len(want) < 1024 {
+				// /etc is root's: a link there (krb5.keytab -> ...) is
+				// the host's set-up, not a workload's doing; hide what
+				// it leads to, wherever that is exported.
+				if t, err := filepath.EvalSymlinks(vp.host); err == nil {
+					want = append(want, t+"\x00SystemHidden")
+				}
+				continue
 			}
 			if fi.Mode()&os.ModeSymlink != 0 {
 				return fmt.Errorf("%s %s: %s is a symbolic link, and a mount cannot cover a link: %w", why, p, vp.host, ErrCannotHide)
