@@ -7,10 +7,13 @@ import (
 	"log/slog"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/srt-go/srt/internal/syspath"
 	"github.com/srt-go/srt/netrule"
+	"github.com/srt-go/srt/policy"
 	"github.com/srt-go/srt/proxy"
 	"github.com/srt-go/srt/settings"
 	"github.com/srt-go/srt/violation"
@@ -47,6 +50,28 @@ type Config struct {
 	// read-only into QEMU's view. Paths that do not exist at launch are
 	// listed in Details()["unprotected"].
 	ProtectedPaths []string
+	// System are host system directories (policy.SystemDirs, policy.View's
+	// System) shown read-only in the guest at their own path, so the
+	// host's userland runs there (issue 20). A directory is one more
+	// virtio-9p export, read-only three times as a read-only Share is, and
+	// mounted with cache=loose in the guest (the host tree is not expected
+	// to change during a run). A symbolic link (/bin -> usr/bin) is made
+	// as the same link in the guest, not shared twice; its target is
+	// visible only if it is itself in System. Entries that are neither a
+	// directory nor a link to one (/run/.../stub-resolv.conf, which
+	// SystemDirs adds for /etc/resolv.conf), or whose parent path holds a
+	// link, are skipped and listed in Details()["systemSkipped"]. An
+	// entry at or below /dev, /proc or /sys, or "/", is a config error:
+	// the guest has its own. SystemHidden is hidden inside them.
+	System []string
+	// DenyRead are resolved host paths the guest must not read
+	// (policy.Policy's DenyRead minus its AllowRead carve-outs; see
+	// DenyReadOf). Each one inside a share or a System directory is
+	// hidden on the host side, in QEMU's bubblewrap view, like
+	// SystemHidden: the 9p server itself cannot export it. A path that
+	// does not exist is skipped; one that cannot be hidden (QEMU
+	// unconfined, a symbolic link on the way) makes Launch fail.
+	DenyRead []string
 	// MemoryMiB is the guest RAM. Zero means 256.
 	MemoryMiB int
 	// CPUs is the number of vCPUs. Zero means 1.
@@ -110,6 +135,25 @@ func (c *Config) validate() error {
 		if filepath.Clean(s.GuestPath) == "/" {
 			return fmt.Errorf("config: Shares[%d]: cannot share onto the guest's /", i)
 		}
+	}
+	for i, d := range c.System {
+		if err := checkSystemPath(d); err != nil {
+			return fmt.Errorf("config: System[%d]: %w", i, err)
+		}
+	}
+	for i, s := range c.Shares {
+		if pseudoFS(filepath.Clean(s.GuestPath)) {
+			return fmt.Errorf("config: Shares[%d]: %s is inside /dev, /proc or /sys, which the guest mounts itself", i, s.GuestPath)
+		}
+	}
+	for i, p := range c.DenyRead {
+		if !filepath.IsAbs(p) {
+			return fmt.Errorf("config: DenyRead[%d]: %q is not absolute", i, p)
+		}
+	}
+	if len(c.Shares)+len(c.System) > 22 {
+		// microvm has 24 virtio-mmio slots; the control port takes one.
+		return errors.New("config: Shares and System: at most 22 together")
 	}
 	for i, p := range c.ProtectedPaths {
 		if !filepath.IsAbs(p) {
@@ -238,4 +282,102 @@ type RunConfig struct {
 type Stdio struct {
 	In       io.Reader
 	Out, Err io.Writer
+}
+
+// SystemHidden are the secrets of a host's /etc that a guest never sees,
+// even when /etc is in Config.System: each path (a filepath.Match
+// pattern, expanded at Launch) that exists is covered on the host side,
+// in QEMU's bubblewrap view, by an empty read-only directory or by
+// /dev/null, so even a subverted guest kernel cannot have the 9p server
+// read it. QEMU started by root keeps uid 0 for file ownership and so
+// could read root's 0600 files without this.
+//
+// What is hidden and why (the secret a file holds):
+//   - /etc/shadow, /etc/gshadow and their "-" backups: password hashes
+//     (shadow(5), gshadow(5));
+//   - /etc/security/opasswd: old password hashes (pam_pwhistory(8));
+//   - /etc/ssl/private: TLS private keys (Debian's ssl-cert);
+//   - /etc/ssh/ssh_host_*_key: the SSH host private keys (sshd(8), FILES;
+//     the .pub halves stay visible);
+//   - /etc/krb5.keytab: Kerberos service keys (krb5.conf(5));
+//   - /etc/NetworkManager/system-connections, /etc/netplan: Wi-Fi and VPN
+//     passwords (nm-settings-keyfile(5), netplan(5));
+//   - /etc/wireguard: WireGuard private keys (wg-quick(8));
+//   - /etc/ppp/*-secrets: PPP CHAP/PAP passwords (pppd(8));
+//   - /etc/ipsec.secrets, /etc/ipsec.d/private: IPsec keys (ipsec.secrets(5));
+//   - /etc/letsencrypt/archive, /etc/letsencrypt/keys: certbot's private keys.
+//
+// Shown on purpose: /etc/sudoers and /etc/sudoers.d (policy, not
+// secrets: they name who may do what, and programs such as sudo -l read
+// them), /etc/passwd and /etc/group (every user may read them on the
+// host), the public halves of keys and certificates.
+var SystemHidden = []string{
+	"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
+	"/etc/security/opasswd",
+	"/etc/ssl/private",
+	"/etc/ssh/ssh_host_*_key",
+	"/etc/krb5.keytab",
+	"/etc/NetworkManager/system-connections", "/etc/netplan",
+	"/etc/wireguard",
+	"/etc/ppp/*-secrets",
+	"/etc/ipsec.secrets", "/etc/ipsec.d/private",
+	"/etc/letsencrypt/archive", "/etc/letsencrypt/keys",
+}
+
+// pseudoFS reports whether guest path p is at or below /dev, /proc or
+// /sys, which the guest's init mounts fresh (guest.mountBase).
+func pseudoFS(p string) bool {
+	for _, d := range []string{"/dev", "/proc", "/sys"} {
+		if p == d || strings.HasPrefix(p, d+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func checkSystemPath(d string) error {
+	if !filepath.IsAbs(d) {
+		return fmt.Errorf("%q is not absolute", d)
+	}
+	switch c := filepath.Clean(d); {
+	case c == "/":
+		return errors.New("cannot share the host's / as a system directory")
+	case pseudoFS(c):
+		return fmt.Errorf("%s is inside /dev, /proc or /sys, which the guest mounts itself", d)
+	case c == "/.srt" || strings.HasPrefix(c, "/.srt/") || c == "/init" || c == "/tmp" || c == "/run":
+		return fmt.Errorf("%s is the guest's own (its init mounts it or lives there)", d)
+	}
+	return nil
+}
+
+// DenyReadOf returns what Config.DenyRead must be for p: the resolved
+// path of every existing DenyRead entry that p.Readable says stays
+// unreadable (an AllowRead at the same path re-opens it; the decision is
+// policy's, seed 003). An AllowRead strictly inside a hidden directory
+// cannot be shown again through the empty directory that hides it, so it
+// is an error wrapping policy.ErrUnenforceable rather than a silently
+// weaker or stronger view. A policy with the filesystem rules off hides
+// nothing.
+func DenyReadOf(p *policy.Policy) ([]string, error) {
+	if p == nil || p.FilesystemDisabled {
+		return nil, nil
+	}
+	var out []string
+	for _, d := range p.DenyRead {
+		if d.Kind == policy.Missing || p.Readable(d.Resolved) || slices.Contains(out, d.Resolved) {
+			continue
+		}
+		out = append(out, d.Resolved)
+	}
+	for _, a := range p.AllowRead {
+		if a.Kind == policy.Missing || !p.Readable(a.Resolved) {
+			continue
+		}
+		for _, h := range out {
+			if a.Resolved != h && policy.Within(a.Resolved, h) {
+				return nil, fmt.Errorf("%s: %s is inside %s, which the microvm backend hides as a whole (an empty directory); remove the allowRead or use the native backend: %w", a.Rule, a.Literal, h, policy.ErrUnenforceable)
+			}
+		}
+	}
+	return out, nil
 }

@@ -141,10 +141,19 @@ func qemuArgs(v *VM, run string, incoming bool) []string {
 		}
 	}
 	a = append(a, "-append", appendArgs)
+	for i, s := range v.sysShares {
+		// multidevs=remap: a hidden path is a mount of its own inside the
+		// export, and its inode numbers could collide with the export's.
+		fs := fmt.Sprintf("local,id=sys%d,path=%s,security_model=none,readonly=on,multidevs=remap", i, s.path)
+		a = append(a, "-fsdev", fs, "-device", fmt.Sprintf("virtio-9p-device,fsdev=sys%d,mount_tag=y%d", i, i))
+	}
 	for i, s := range c.Shares {
 		fs := fmt.Sprintf("local,id=fs%d,path=%s,security_model=none", i, s.HostPath)
 		if s.ReadOnly {
 			fs += ",readonly=on"
+		}
+		if v.hiddenUnder(s.HostPath) {
+			fs += ",multidevs=remap"
 		}
 		a = append(a, "-fsdev", fs, "-device", fmt.Sprintf("virtio-9p-device,fsdev=fs%d,mount_tag=s%d", i, i))
 	}
@@ -181,7 +190,9 @@ func confine(bwrap string, v *VM, run string, argv []string) []string {
 		"--ro-bind-try", "/proc/sys", "/proc/sys",
 		"--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger",
 		"--ro-bind-try", "/proc/fs", "/proc/fs"}
+	bound := map[string]bool{"/usr": true}
 	for _, l := range []string{"/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"} {
+		bound[l] = true
 		if t, err := os.Readlink(l); err == nil {
 			b = append(b, "--symlink", t, l)
 		} else if exists(l) {
@@ -198,6 +209,9 @@ func confine(bwrap string, v *VM, run string, argv []string) []string {
 	}
 	b = append(b, "--ro-bind", v.assets.Kernel, v.assets.Kernel, "--ro-bind", v.initrd, v.initrd,
 		"--bind", run, run)
+	// The System directories (read-only, QEMU's own above) before the
+	// shares, and the hidden paths after everything that may show them.
+	b = append(b, v.systemBindArgs(func(p string) bool { return bound[p] })...)
 	for _, s := range v.cfg.Shares {
 		if s.ReadOnly {
 			b = append(b, "--ro-bind", s.HostPath, s.HostPath)
@@ -205,9 +219,11 @@ func confine(bwrap string, v *VM, run string, argv []string) []string {
 			b = append(b, "--bind", s.HostPath, s.HostPath)
 		}
 	}
+	b = append(b, v.pinArgs()...)
 	for _, p := range v.protectedHost {
 		b = append(b, "--ro-bind", p, p)
 	}
+	b = append(b, v.hideArgs()...)
 	return append(append(b, "--"), argv...)
 }
 

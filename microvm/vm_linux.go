@@ -31,8 +31,13 @@ type VM struct {
 	assets        *Assets
 	initrd        string
 	accel         accelVerdict
-	bwrap         string   // "" when QEMU runs unconfined
-	protectedHost []string // host spellings of Config.ProtectedPaths inside shares
+	bwrap         string       // "" when QEMU runs unconfined
+	protectedHost []string     // host spellings of Config.ProtectedPaths inside shares
+	sysShares     []sysShare   // Config.System directories exported (system_linux.go)
+	sysLinks      []wire.Link  // Config.System links made in the guest
+	sysSkipped    []string     // Config.System entries neither shown nor linked
+	hidden        []hiddenPath // covered in QEMU's view (SystemHidden, DenyRead)
+	pins          []string     // directories of writable shares made mount points in QEMU's view
 	events        *eventQueue
 	proxy         *proxy.Server
 	httpLn        *streamListener
@@ -89,6 +94,16 @@ func (v *VM) Details() map[string]any {
 	}
 	if v.qemu != nil && v.qemu.cmd.Process != nil {
 		d["pid"] = v.qemu.cmd.Process.Pid
+	}
+	if len(v.sysSkipped) > 0 {
+		d["systemSkipped"] = v.sysSkipped
+	}
+	if len(v.hidden) > 0 {
+		var h []string
+		for _, p := range v.hidden {
+			h = append(h, p.view)
+		}
+		d["hidden"] = h
 	}
 	if len(v.hello.Unprotected) > 0 {
 		d["unprotected"] = v.hello.Unprotected
@@ -204,6 +219,9 @@ func (v *VM) boot(ctx context.Context) error {
 			return &UnavailableError{Reason: "bubblewrap", Err: err}
 		}
 	}
+	if err := v.planSystem(); err != nil {
+		return err
+	}
 	{
 		srv, err := proxy.New(proxy.Config{Policy: v.cfg.Policy, Logger: v.log, MaxConns: v.cfg.MaxConns, Parent: v.cfg.Parent, Filtering: v.cfg.Filter,
 			OnViolation: func(vi violation.Violation) {
@@ -282,6 +300,7 @@ func (v *VM) configureGuest(ctx context.Context) error {
 	defer stop()
 	gc := wire.GuestConfig{Hostname: v.cfg.Hostname, HTTPPort: HTTPProxyPort, SOCKSPort: SOCKSProxyPort,
 		UnixTime: time.Now().UnixNano(), Protected: v.cfg.ProtectedPaths}
+	gc.System, gc.Links = v.systemGuestConfig()
 	for i, s := range v.cfg.Shares {
 		gc.Shares = append(gc.Shares, wire.Share{Tag: fmt.Sprintf("s%d", i), Path: s.GuestPath, ReadOnly: s.ReadOnly})
 	}

@@ -236,6 +236,15 @@ func (l *microVMLauncher) boot(ctx context.Context, rt *Runtime, spec Spec, egre
 	}
 	cfg := l.base
 	cfg.Shares, cfg.ProtectedPaths, cfg.Policy, cfg.Events = shares, protected, pol, true
+	// The host's userland read-only, as the native view shows it
+	// (policy.View.System), and the view's unreadable paths hidden
+	// host-side (microvm.Config.DenyRead).
+	if p.View != nil {
+		cfg.System = p.View.System
+	}
+	if cfg.DenyRead, err = microvm.DenyReadOf(p); err != nil {
+		return nil, err
+	}
 	// srtd's own HTTP_PROXY / HTTPS_PROXY / NO_PROXY, as for the native
 	// backend's sessions (policy.Network.Parent).
 	nw, err := policy.NetworkOf(nil)

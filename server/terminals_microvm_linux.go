@@ -113,7 +113,7 @@ func (s *Server) startMicroVMTerminal(id, cwd string, env []string, cols, rows i
 	details := m.Details()
 	details["home"] = "not shared: the microvm guest cannot hide " + strings.Join(TerminalDenyRead, ", ") +
 		" inside a share, so of the terminal profile's writable $HOME and workdir only the workdir is shared"
-	details["shell"] = "/bin/sh (the guest's busybox)"
+	details["shell"] = "/bin/sh (the host's, from its system directories shown read-only)"
 	return p, details, nil
 }
 

@@ -16,8 +16,10 @@ import (
 
 // runMicroVM runs argv in a virtual machine (srt --backend microvm): the
 // working directory is shared at the same path, the settings' network
-// lists filter the VM's only way out, and nothing else of the host is
-// visible. There is never a fallback to the host: a host that cannot
+// lists filter the VM's only way out, and the host's system directories
+// are shown read-only (microvm.Config.System, minus microvm.SystemHidden
+// and the policy's denyRead paths); nothing else of the host is visible.
+// There is never a fallback to the host: a host that cannot
 // start a VM is srt's own failure (125).
 func runMicroVM(s *settings.Settings, argv []string, lg *slog.Logger, stdin, stdout, stderr *os.File) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Kill)
@@ -27,12 +29,11 @@ func runMicroVM(s *settings.Settings, argv []string, lg *slog.Logger, stdin, std
 		fmt.Fprintf(stderr, "srt: working directory: %v\n", err)
 		return exitSetup
 	}
-	// The VM sees only the working directory. Until the guest can protect
-	// names that do not exist yet (the native backend mounts placeholders
-	// for them), the share is read-only whatever allowWrite says: a
-	// writable share would let the command plant .bashrc or .git/hooks
-	// (found by an adversarial review). denyRead paths inside it cannot be
-	// hidden in the guest yet either, so they make srt refuse.
+	// The VM sees the working directory and the host's system directories.
+	// Until the guest can protect names that do not exist yet (the native
+	// backend mounts placeholders for them), the share is read-only
+	// whatever allowWrite says: a writable share would let the command
+	// plant .bashrc or .git/hooks (found by an adversarial review).
 	pol, err := policy.Compile(s, policy.Env{Cwd: cwd, DirIndex: dirindex.DefaultPath()})
 	if err != nil {
 		fmt.Fprintf(stderr, "srt: %v\n", err)
@@ -49,13 +50,15 @@ func runMicroVM(s *settings.Settings, argv []string, lg *slog.Logger, stdin, std
 		return exitSetup
 	}
 	readOnly := !pol.FilesystemDisabled
+	// The host's userland is shown read-only (as the native sandbox shows
+	// the whole host read-only), minus microvm.SystemHidden, and every
+	// denyRead path in it or in the share is hidden host-side.
+	denyRead, err := microvm.DenyReadOf(pol)
+	if err != nil {
+		fmt.Fprintf(stderr, "srt: --backend microvm: %v\n", err)
+		return exitSetup
+	}
 	if !pol.FilesystemDisabled {
-		for _, d := range pol.DenyRead {
-			if policy.Within(d.Resolved, pol.Cwd) || policy.Within(pol.Cwd, d.Resolved) {
-				fmt.Fprintf(stderr, "srt: --backend microvm cannot hide %s (%s) inside the shared working directory yet; refusing to run rather than expose it\n", d.Literal, d.Rule)
-				return exitSetup
-			}
-		}
 		if pol.Writable(pol.Cwd) {
 			lg.Info("microvm: the working directory is shared read-only (writes stay in the VM): protected names cannot be enforced in a writable share yet")
 		}
@@ -64,7 +67,8 @@ func runMicroVM(s *settings.Settings, argv []string, lg *slog.Logger, stdin, std
 		Settings: s,
 		Workdir:  cwd,
 		ReadOnly: readOnly,
-		VM:       microvm.Config{Logger: lg, Parent: pol.Network.Parent, Filter: pol.Network.Filter},
+		VM: microvm.Config{Logger: lg, Parent: pol.Network.Parent, Filter: pol.Network.Filter,
+			System: policy.SystemDirs(policy.DefaultSystemDirs), DenyRead: denyRead},
 	}, argv, microvm.Stdio{In: stdin, Out: stdout, Err: stderr})
 	if err != nil {
 		var ue *microvm.UnavailableError

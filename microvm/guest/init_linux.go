@@ -310,22 +310,35 @@ func (a *agent) configure(cfg wire.GuestConfig) wire.Hello {
 // protected path read-only on itself. Order matters: a protected path
 // inside a share must be mounted after that share, or the share would
 // cover it.
+//
+// The host's system directories (cfg.System, cfg.Links) come first: the
+// links replace the initramfs's own /bin and /lib (its modules are loaded
+// by then), and the read-only system mounts cover its /usr and /etc, so
+// the host's tools are found first on PATH and busybox in toolsDir last.
+// /proc, /sys, /dev, /tmp and /run stay the guest's own (mountBase): the
+// host refuses system directories inside the first three, and none of
+// the others is a system directory.
 func (a *agent) mountAllLocked() (unprotected []string, err error) {
+	for _, l := range a.cfg.Links {
+		if err := makeLink(l); err != nil {
+			return nil, err
+		}
+	}
+	system := append([]wire.Share(nil), a.cfg.System...)
+	sort.SliceStable(system, func(i, j int) bool { return len(system[i].Path) < len(system[j].Path) })
+	for _, s := range system {
+		// cache=loose: the host tree is read-only for the run, so the
+		// guest may keep what it read (issue 20: boot and exec speed).
+		if err := a.mount9p(s, "cache=loose"); err != nil {
+			return nil, err
+		}
+	}
 	shares := append([]wire.Share(nil), a.cfg.Shares...)
 	sort.SliceStable(shares, func(i, j int) bool { return len(shares[i].Path) < len(shares[j].Path) })
 	for _, s := range shares {
-		if err := os.MkdirAll(s.Path, 0o755); err != nil {
-			return nil, fmt.Errorf("share %s: %w", s.Path, err)
+		if err := a.mount9p(s, "cache=none"); err != nil {
+			return nil, err
 		}
-		flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV)
-		if s.ReadOnly {
-			flags |= unix.MS_RDONLY
-		}
-		opts := "trans=virtio,version=9p2000.L,msize=262144,cache=none,access=any"
-		if err := unix.Mount(s.Tag, s.Path, "9p", flags, opts); err != nil {
-			return nil, fmt.Errorf("mount 9p %s on %s: %w", s.Tag, s.Path, err)
-		}
-		a.mounted = append(a.mounted, s.Path)
 	}
 	for _, p := range a.cfg.Protected {
 		if _, err := os.Lstat(p); err != nil {
@@ -341,6 +354,44 @@ func (a *agent) mountAllLocked() (unprotected []string, err error) {
 		}
 	}
 	return unprotected, nil
+}
+
+// mount9p mounts one 9p export on s.Path, nosuid and nodev (a device
+// node the host shows, such as the /dev/null that hides a secret, cannot
+// be opened), read-only when s.ReadOnly.
+func (a *agent) mount9p(s wire.Share, cache string) error {
+	if err := os.MkdirAll(s.Path, 0o755); err != nil {
+		return fmt.Errorf("share %s: %w", s.Path, err)
+	}
+	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV)
+	if s.ReadOnly {
+		flags |= unix.MS_RDONLY
+	}
+	opts := "trans=virtio,version=9p2000.L,msize=262144," + cache + ",access=any"
+	if err := unix.Mount(s.Tag, s.Path, "9p", flags, opts); err != nil {
+		return fmt.Errorf("mount 9p %s on %s: %w", s.Tag, s.Path, err)
+	}
+	a.mounted = append(a.mounted, s.Path)
+	return nil
+}
+
+// makeLink makes l in the guest's root, replacing what the initramfs has
+// at l.Path (a directory such as /lib with the loaded modules). It is
+// idempotent, for a configure after a snapshot restore.
+func makeLink(l wire.Link) error {
+	if t, err := os.Readlink(l.Path); err == nil && t == l.Target {
+		return nil
+	}
+	if err := os.RemoveAll(l.Path); err != nil {
+		return fmt.Errorf("link %s: %w", l.Path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(l.Path), 0o755); err != nil {
+		return fmt.Errorf("link %s: %w", l.Path, err)
+	}
+	if err := os.Symlink(l.Target, l.Path); err != nil {
+		return fmt.Errorf("link %s: %w", l.Path, err)
+	}
+	return nil
 }
 
 // unmountAll undoes mountAllLocked, children first. QEMU refuses to

@@ -59,6 +59,18 @@ type GuestConfig struct {
 	// UnixTime is the host clock (nanoseconds), so a restored guest can
 	// step its clock forward.
 	UnixTime int64 `json:"unixTime"`
+	// System are the host's system directories (microvm.Config.System),
+	// mounted read-only before Shares, parents first.
+	System []Share `json:"system,omitempty"`
+	// Links are symbolic links the guest makes before mounting System
+	// (/bin -> usr/bin), replacing whatever its initramfs has there.
+	Links []Link `json:"links,omitempty"`
+}
+
+// Link is one symbolic link the guest makes.
+type Link struct {
+	Path   string `json:"path"`
+	Target string `json:"target"`
 }
 
 // Hello is the guest's answer to GuestConfig.
