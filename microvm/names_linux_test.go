@@ -1,11 +1,14 @@
 package microvm_test
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/srt-go/srt/microvm"
 	"github.com/srt-go/srt/policy"
@@ -92,6 +95,19 @@ echo done
 	}
 	if b, _ := os.ReadFile(filepath.Join(rw, "ok.txt")); string(b) != "ok\n" {
 		t.Errorf("ok.txt on the host: %q", b)
+	}
+	// A terminal session: /dev/tty opened for writing is the command's
+	// own terminal (supervisor.SetTerminal), as native.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var tty bytes.Buffer
+	p, err := vm.Exec(ctx, microvm.ExecRequest{Argv: []string{"sh", "-c", "echo via-tty > /dev/tty && echo TTY-OK; exit 3"},
+		Stdin: strings.NewReader(""), Stdout: &tty, TTY: &microvm.TTYSize{Rows: 24, Cols: 80}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, err := p.Wait(); err != nil || code != 3 || !strings.Contains(tty.String(), "via-tty") || !strings.Contains(tty.String(), "TTY-OK") {
+		t.Errorf("/dev/tty under the rules: exit %d, %v, output %q", code, err, tty.String())
 	}
 	mu.Lock()
 	defer mu.Unlock()
