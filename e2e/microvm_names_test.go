@@ -6,17 +6,19 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"github.com/srt-go/srt/policy"
 )
 
 // The creation-time name rules inside the microvm guest (issue 20): srt
 // --backend microvm shares the working directory writable and the guest
 // runs the native supervisor, so the native attack tables
-// (mandatory_test.go's attackScript and mandatoryNames, creation_test.go's
-// creationSettings and creationMatrix) must come out the same in the VM.
+// (mandatory_test.go's attackScript over policy.MandatoryGlobs' names,
+// creation_test.go's creationSettings and creationMatrix) must come out the same in the VM.
 // Batched: each VM boot runs one generated script printing one line per
 // attempt; the host tree is checked afterwards. Two boots per user: the
 // attacks, then a second run through what the first one planted.
@@ -71,15 +73,40 @@ func requireMicroVM(t *testing.T) {
 	}
 }
 
+// microvmMandatory are the mandatory names attacked in the VM, each as a
+// path (a protected directory through a file in it), from the policy's own
+// list (policy.MandatoryGlobs: one home), the git directory's redirections
+// included.
+func microvmMandatory() []string {
+	var out []string
+	for _, g := range policy.MandatoryGlobs(false) {
+		p := strings.TrimPrefix(g, "**/")
+		switch {
+		case p == ".git/hooks/**":
+			p = ".git/hooks/pre-commit"
+		case strings.HasSuffix(p, "/**"):
+			p = strings.TrimSuffix(p, "/**") + "/x"
+		}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // microvmExisting are the protected names that exist before the first
-// run, below e/ and e/a/b/ (the top holds the missing names of depth 0):
-// the guest must not change them either. Each is a DenyWrite of the
-// policy inside a writable share, so QEMU's own view binds it read-only
-// too (microvm.Config.Names).
+// run, below e/a/ (the top holds the missing names of depth 0): the guest
+// must not change them either. Each is a DenyWrite of the policy inside a
+// writable share, so QEMU's own view binds it read-only and pins its
+// directories too (microvm.Config.Names). The git redirections are left
+// out: a commondir or worktrees entry would make the walk follow it.
 func microvmExisting() []string {
 	var out []string
-	for _, n := range mandatoryNames {
-		out = append(out, "e/"+n, "e/a/b/"+n)
+	for _, n := range microvmMandatory() {
+		if strings.HasPrefix(n, ".git/") && n != ".git/hooks/pre-commit" && n != ".git/config" {
+			continue
+		}
+		out = append(out, "e/a/"+n)
 	}
 	return out
 }
@@ -96,7 +123,7 @@ func microvmAttacks() string {
 	var b strings.Builder
 	b.WriteString("cd \"$(dirname \"$0\")\" 2>/dev/null; set +e\n")
 	for _, d := range microvmNameDepths {
-		for _, n := range mandatoryNames {
+		for _, n := range microvmMandatory() {
 			p := depthPrefix(d) + n
 			fmt.Fprintf(&b, "echo '== %s'\n%s", p, attackScript(p, false))
 		}
@@ -207,9 +234,15 @@ func microvmMatrixBad(out string) []string {
 // hooks directory but a sample.
 func microvmProtectedOnHost(t *testing.T, dir string, existing map[string]bool) []string {
 	t.Helper()
-	pats := []string{"**/.env", "**/*.key", "secrets", "**/.bashrc", "**/.bash_profile", "**/.zshrc", "**/.zprofile",
-		"**/.profile", "**/.gitconfig", "**/.gitmodules", "**/.ripgreprc", "**/.mcp.json", "**/.vscode", "**/.idea",
-		"**/.claude/commands", "**/.claude/agents", "**/.git/hooks/*", "**/.git/config", "**/q/.git", "x/.git"}
+	// The rules' own patterns, a protected directory by what is in it (a
+	// new repository's hooks directory may exist, empty).
+	pats := []string{"**/.env", "**/*.key", "secrets", "**/q/.git", "x/.git"}
+	for _, g := range policy.MandatoryGlobs(false) {
+		if p, ok := strings.CutSuffix(g, "/**"); ok {
+			g = p + "/*"
+		}
+		pats = append(pats, g)
+	}
 	var out []string
 	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || p == dir {
@@ -245,6 +278,7 @@ func TestMicroVMNames(t *testing.T) {
 		t.Skip("needs root: the microvm kernel cache is root's")
 	}
 	forEachUser(t, func(t *testing.T, u *account) {
+		t.Parallel() // one vCPU each: the two users' VMs share the two cores
 		env := microvmEnv(t, u)
 		dir := u.workDir(t)
 		existing := map[string]bool{}
@@ -255,6 +289,7 @@ func TestMicroVMNames(t *testing.T) {
 			}
 		}
 		u.write(t, filepath.Join(dir, "e/a/b/other"), "other\n")
+		t.Logf("%d mandatory names at depths %v, %d existing", len(microvmMandatory()), microvmNameDepths, len(microvmExisting()))
 		script := filepath.Join(dir, "attack.sh")
 		u.write(t, script, microvmAttacks())
 		// The guest gets none of srt's environment: the matrix is a file.
@@ -272,7 +307,7 @@ func TestMicroVMNames(t *testing.T) {
 		// 5 lines per missing name, 10 per existing one below a
 		// directory (attackScript), 10 per depth of the classes and
 		// secrets/, 2 nested.
-		want := len(microvmNameDepths)*len(mandatoryNames)*5 + len(microvmExisting())*10 + 4*10 + 1 + 2
+		want := len(microvmNameDepths)*len(microvmMandatory())*5 + len(microvmExisting())*10 + 4*10 + 1 + 2
 		if strings.Contains(out, "REAL-GIT-OK") {
 			want += 3
 		}
