@@ -67,6 +67,22 @@
 // In the guest, workloads run without CAP_SYS_ADMIN and friends (bounding
 // set), so they cannot unmount a read-only bind.
 //
+// # Creation-time name rules in the guest
+//
+// With Config.Names, every process the guest starts runs under the
+// policy's filesystem rules as a native sandbox does: the supervisor of
+// sandbox/linux/supervisor performs its creation calls under the name
+// rules (mandatory names at any depth, denyWrite globs, the git rules),
+// judging each guest path at the host path its share shows there
+// (fsplan.Mapping.GuestRoot: what no share shows is the guest's own); the
+// thread that forks the process carries the notifying filter, the Landlock
+// backstop (where the guest kernel has it; Details()["guestLandlock"]) and
+// the set-id filter. A process whose rules cannot be set up does not
+// start. On the host side, the policy's existing denies inside writable
+// shares are bound read-only in QEMU's view and their parent directories
+// bound on themselves (fsplan.PinnedParents), so neither can be changed
+// or moved through QEMU whatever the guest kernel does.
+//
 // # Lifecycle and leftovers
 //
 // created → warm (agent ready) → active (an Exec runs) → suspended → warm

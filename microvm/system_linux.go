@@ -216,7 +216,15 @@ func (v *VM) hideArgs() []string {
 // must not be covered by a writable pin.
 func (v *VM) pinArgs() []string {
 	var b []string
+	// One list for both reasons a directory of a writable share is made a
+	// mount point of its own: it holds a hidden path (above) or lies
+	// between a write root and a deny under Config.Names (names_linux.go).
 	pins := slices.Clone(v.pins)
+	for _, p := range v.pinnedHost {
+		if !slices.Contains(pins, p) {
+			pins = append(pins, p)
+		}
+	}
 	slices.SortStableFunc(pins, func(a, b string) int { return strings.Count(a, "/") - strings.Count(b, "/") })
 	for _, p := range pins {
 		b = append(b, "--bind", p, p)

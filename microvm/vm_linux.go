@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,6 +39,8 @@ type VM struct {
 	sysSkipped    []string     // Config.System entries neither shown nor linked
 	hidden        []hiddenPath // covered in QEMU's view (SystemHidden, DenyRead)
 	pins          []string     // directories of writable shares made mount points in QEMU's view
+	pinned        []string     // guest paths bound on themselves under Config.Names (namesPinned)
+	pinnedHost    []string     // their host spellings that exist as directories
 	events        *eventQueue
 	proxy         *proxy.Server
 	httpLn        *streamListener
@@ -108,6 +111,8 @@ func (v *VM) Details() map[string]any {
 	if len(v.hello.Unprotected) > 0 {
 		d["unprotected"] = v.hello.Unprotected
 	}
+	d["guestLandlock"] = v.hello.Landlock
+	d["names"] = v.cfg.Names != nil
 	return d
 }
 
@@ -145,7 +150,10 @@ func Launch(ctx context.Context, cfg Config) (*VM, error) {
 		return nil, err
 	}
 	cfg.setDefaults()
-	v := &VM{cfg: cfg, log: cfg.Logger, state: StateCreated, console: &ring{max: 8 << 10}}
+	// The policy's write-denies inside writable shares, read-only on the
+	// host side too (names_linux.go).
+	cfg.ProtectedPaths = append(slices.Clone(cfg.ProtectedPaths), namesProtected(cfg)...)
+	v := &VM{cfg: cfg, log: cfg.Logger, state: StateCreated, console: &ring{max: 8 << 10}, pinned: namesPinned(cfg)}
 	if v.log == nil {
 		v.log = slog.New(slog.DiscardHandler)
 	}
@@ -198,6 +206,13 @@ func (v *VM) boot(ctx context.Context) error {
 		if hp, ok := v.hostPathOf(p); ok {
 			if _, err := os.Lstat(hp); err == nil {
 				v.protectedHost = append(v.protectedHost, hp)
+			}
+		}
+	}
+	for _, p := range v.pinned {
+		if hp, ok := v.hostPathOf(p); ok {
+			if st, err := os.Lstat(hp); err == nil && st.IsDir() {
+				v.pinnedHost = append(v.pinnedHost, hp)
 			}
 		}
 	}
@@ -299,10 +314,10 @@ func (v *VM) configureGuest(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, func() { st.Close() })
 	defer stop()
 	gc := wire.GuestConfig{Hostname: v.cfg.Hostname, HTTPPort: HTTPProxyPort, SOCKSPort: SOCKSProxyPort,
-		UnixTime: time.Now().UnixNano(), Protected: v.cfg.ProtectedPaths}
+		UnixTime: time.Now().UnixNano(), Protected: v.cfg.ProtectedPaths, Rules: wire.RulesOf(v.cfg.Names), Pinned: v.pinned}
 	gc.System, gc.Links = v.systemGuestConfig()
 	for i, s := range v.cfg.Shares {
-		gc.Shares = append(gc.Shares, wire.Share{Tag: fmt.Sprintf("s%d", i), Path: s.GuestPath, ReadOnly: s.ReadOnly})
+		gc.Shares = append(gc.Shares, wire.Share{Tag: fmt.Sprintf("s%d", i), Path: s.GuestPath, ReadOnly: s.ReadOnly, Host: shareHost(s)})
 	}
 	st.Write([]byte{byte(wire.KindInit)})
 	if err := wire.WriteJSON(st, gc); err != nil {

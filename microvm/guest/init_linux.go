@@ -17,7 +17,7 @@ import (
 
 	"github.com/hashicorp/yamux"
 	"github.com/srt-go/srt/microvm/internal/wire"
-	"github.com/srt-go/srt/seccomp"
+	"github.com/srt-go/srt/sandbox/linux/inside"
 	"golang.org/x/sys/unix"
 )
 
@@ -76,17 +76,9 @@ func run() error {
 			return fmt.Errorf("prctl(PR_CAPBSET_DROP, %d): %w", c, e)
 		}
 	}
-	// No set-id bit on any file: with 9p's security_model=none a guest
-	// chmod lands on the host's file, and a set-user-ID binary left in a
-	// writable share would outlive the VM (issue 14, item 6). Inherited
-	// by every process the agent starts.
-	setid, err := seccomp.BuildSetID(seccomp.Options{RefuseGroupWrite: true})
-	if err == nil {
-		err = seccomp.Install(setid)
-	}
-	if err != nil {
-		return fmt.Errorf("set-id filter: %w", err)
-	}
+	// No set-id bit on any file: the set-id filter is put on the thread
+	// each workload is started from (observe_linux.go, setIDFilter), not
+	// on PID 1, whose supervisor threads need what it refuses (openat2).
 	port, err := openPort(wire.PortName, 10*time.Second)
 	if err != nil {
 		return err
@@ -280,6 +272,7 @@ func (a *agent) configure(cfg wire.GuestConfig) wire.Hello {
 	var si unix.Sysinfo_t
 	unix.Sysinfo(&si)
 	h.UptimeMS = si.Uptime * 1000
+	h.Landlock = inside.LandlockABI()
 	if cfg.UnixTime > 0 {
 		ts := unix.NsecToTimespec(cfg.UnixTime)
 		unix.ClockSettime(unix.CLOCK_REALTIME, &ts)
@@ -339,6 +332,16 @@ func (a *agent) mountAllLocked() (unprotected []string, err error) {
 		if err := a.mount9p(s, "cache=none"); err != nil {
 			return nil, err
 		}
+	}
+	for _, p := range a.cfg.Pinned {
+		// A mount point of its own: not renamed, not removed (EBUSY).
+		if st, err := os.Lstat(p); err != nil || !st.IsDir() {
+			continue
+		}
+		if err := unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return nil, fmt.Errorf("pin %s: %w", p, err)
+		}
+		a.mounted = append(a.mounted, p)
 	}
 	for _, p := range a.cfg.Protected {
 		if _, err := os.Lstat(p); err != nil {

@@ -46,6 +46,10 @@ type Share struct {
 	Tag      string `json:"tag"`
 	Path     string `json:"path"`
 	ReadOnly bool   `json:"readOnly"`
+	// Host is the host directory the share exports (microvm.Share.HostPath),
+	// for the guest's fsplan.Mapping when Rules are set: the rules are
+	// written in host paths.
+	Host string `json:"host,omitempty"`
 }
 
 // GuestConfig is sent once after boot and again after a snapshot restore.
@@ -65,6 +69,15 @@ type GuestConfig struct {
 	// Links are symbolic links the guest makes before mounting System
 	// (/bin -> usr/bin), replacing whatever its initramfs has there.
 	Links []Link `json:"links,omitempty"`
+	// Rules, when not nil (microvm.Config.Names), are the filesystem rules
+	// every process the guest starts runs under at creation time, with the
+	// same supervisor as the native backend; a process whose rules cannot
+	// be set up does not start.
+	Rules *Rules `json:"rules,omitempty"`
+	// Pinned are guest directories bound on themselves before the
+	// protected paths, parents first, so that they cannot be renamed or
+	// removed (microvm.Config.Names; fsplan.PinnedParents).
+	Pinned []string `json:"pinned,omitempty"`
 }
 
 // Link is one symbolic link the guest makes.
@@ -83,6 +96,10 @@ type Hello struct {
 	// so nothing could be mounted on them.
 	Unprotected []string `json:"unprotected,omitempty"`
 	Error       string   `json:"error,omitempty"`
+	// Landlock is the guest kernel's Landlock ABI version, 0 without
+	// Landlock: the backstop of the creation-time rules (Rules) is there
+	// only where it is not 0.
+	Landlock int `json:"landlock,omitempty"`
 }
 
 // TTYSize is a terminal size in character cells.

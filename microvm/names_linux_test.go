@@ -1,0 +1,123 @@
+package microvm_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/srt-go/srt/microvm"
+	"github.com/srt-go/srt/policy"
+	"github.com/srt-go/srt/settings"
+	"github.com/srt-go/srt/violation"
+)
+
+// TestNames boots one VM with Config.Names and runs one script: the
+// policy's rules, written in host paths, are judged through a share shown
+// at another guest path (/work); the guest's own trees are outside them;
+// an existing protected file stays read-only and its directory cannot be
+// moved away (pinned); the refusals come back as the native supervisor's
+// records (the guest path as Target, the rule as Reason).
+func TestNames(t *testing.T) {
+	rw := t.TempDir()
+	for _, f := range []string{".bashrc", "e/.mcp.json"} {
+		os.MkdirAll(filepath.Dir(filepath.Join(rw, f)), 0o755)
+		os.WriteFile(filepath.Join(rw, f), []byte("orig"), 0o644)
+	}
+	s, err := settings.Parse([]byte(`{"filesystem":{"allowWrite":["."],"enforceNamesAtCreation":true,"denyWrite":["**/.env"]}}`), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := policy.Compile(s, policy.Env{Cwd: rw, Home: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var got []violation.Violation
+	vm := launch(t, microvm.Config{
+		Shares: []microvm.Share{{HostPath: rw, GuestPath: "/work"}},
+		Names:  pol,
+		OnViolation: func(v violation.Violation) {
+			mu.Lock()
+			got = append(got, v)
+			mu.Unlock()
+		},
+	})
+	d := vm.Details()
+	t.Logf("guest Landlock ABI %v", d["guestLandlock"])
+	if d["names"] != true {
+		t.Errorf("Details()[names] = %v", d["names"])
+	}
+	script := `try() { n=$1; shift; if ( "$@" ) >/dev/null 2>&1; then echo "$n:ALLOWED"; else echo "$n:refused"; fi; }
+cd /work
+try env sh -c 'mkdir -p sub && echo x > sub/.env'
+try bashrc-deep sh -c 'mkdir -p a/b/c && echo x > a/b/c/.bashrc'
+try hook sh -c 'mkdir -p r/.git/hooks && echo x > r/.git/hooks/pre-commit'
+try bashrc-existing sh -c 'echo x >> .bashrc'
+try rename-existing sh -c 'echo y > y && mv y .bashrc'
+try move-parent mv e e2
+try symlink-swap sh -c 'ln -s .mcp.json lnk && echo x > lnk'
+try hardlink sh -c 'echo z > z && ln z a/.env'
+echo ok > ok.txt
+try guest-tmp sh -c 'echo x > /tmp/.bashrc && mkdir -p /tmp/r/.git/hooks && echo x > /tmp/r/.git/hooks/pre-commit'
+echo done
+`
+	code, out, errs := run(t, vm, []string{"sh", "-c", script}, "")
+	if code != 0 || !strings.Contains(out, "done") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		name, verdict, ok := strings.Cut(l, ":")
+		if !ok {
+			continue
+		}
+		want := "refused"
+		if name == "guest-tmp" {
+			want = "ALLOWED" // the guest's own /tmp reaches no host file
+		}
+		if verdict != want {
+			t.Errorf("%s: %s, want %s", name, verdict, want)
+		}
+	}
+	for _, p := range []string{"sub/.env", "a/b/c/.bashrc", "r/.git/hooks/pre-commit", "a/.env", ".mcp.json", "e2"} {
+		if _, err := os.Lstat(filepath.Join(rw, p)); err == nil {
+			t.Errorf("%s exists on the host", p)
+		}
+	}
+	for _, f := range []string{".bashrc", "e/.mcp.json"} {
+		if b, _ := os.ReadFile(filepath.Join(rw, f)); string(b) != "orig" {
+			t.Errorf("%s changed: %q", f, b)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(rw, "ok.txt")); string(b) != "ok\n" {
+		t.Errorf("ok.txt on the host: %q", b)
+	}
+	// A terminal session: /dev/tty opened for writing is the command's
+	// own terminal (supervisor.SetTerminal), as native.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var tty bytes.Buffer
+	p, err := vm.Exec(ctx, microvm.ExecRequest{Argv: []string{"sh", "-c", "echo via-tty > /dev/tty && echo TTY-OK; exit 3"},
+		Stdin: strings.NewReader(""), Stdout: &tty, TTY: &microvm.TTYSize{Rows: 24, Cols: 80}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, err := p.Wait(); err != nil || code != 3 || !strings.Contains(tty.String(), "via-tty") || !strings.Contains(tty.String(), "TTY-OK") {
+		t.Errorf("/dev/tty under the rules: exit %d, %v, output %q", code, err, tty.String())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	found := false
+	for _, v := range got {
+		if v.Action == violation.FileWriteCreate && v.Target == "/work/sub/.env" && strings.Contains(v.Reason, "filesystem.denyWrite") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no file-write-create record for /work/sub/.env with the denyWrite rule; got %+v", got)
+	}
+}
