@@ -18,17 +18,25 @@ import (
 
 // A microvm terminal (issue 7) is a shell on a PTY of a fresh VM, one VM
 // per terminal, booted by the port (port.Runtime.LaunchMicroVM) with the
-// same shares, protected paths, placeholders and egress lists as a
-// microvm session. The VM is destroyed, and its placeholders released,
-// when the shell exits, when the terminal is killed (DELETE, the client
+// same shares, protected paths and egress lists as a microvm session.
+// The VM is destroyed when the shell exits, when the terminal is killed (DELETE, the client
 // disconnecting, the attach timeout) and when srtd closes.
 //
 // The terminal profile (seed 000) makes $HOME and the workdir writable
 // and refuses reads of the secret directories (TerminalDenyRead). The
 // guest cannot hide a path inside a share yet, so $HOME is not shared:
-// only the session workdir is, writable, at the same path; a workdir that
-// holds a secret directory (such as $HOME itself) or lies inside one is
-// refused. The response's details say so.
+// only the session workdir is, at the same path; a workdir that holds a
+// secret directory (such as $HOME itself) or lies inside one is refused.
+//
+// The workdir is shared read-only (issue 20): the guest runs no
+// creation-time rules yet, and a writable share without them let a VM
+// shell create a new nested repository's .git/hooks/pre-commit,
+// sub/.bashrc and .vscode/tasks.json on the host, which the host's next
+// git commit or editor ran (the native terminal refuses them: the
+// supervisor's names, sandbox/linux/supervisor). The host placeholders
+// pinned only the missing names at the top level. Fail closed: never a
+// writable share with weaker rules than native. The response's details
+// say so (workdirShare).
 
 // microVMPort is the port's VM launcher for terminals (port.Runtime).
 type microVMPort interface {
@@ -56,7 +64,7 @@ func (s *Server) startMicroVMTerminal(id, cwd string, env []string, cols, rows i
 	spec := port.Spec{
 		SessionID:      "term-" + id,
 		WorkspaceID:    "terminal",
-		BindMounts:     []port.BindMount{{HostPath: cwd, GuestPath: cwd}},
+		BindMounts:     []port.BindMount{{HostPath: cwd, GuestPath: cwd, ReadOnly: true}},
 		NetworkEnabled: true,
 		GuestWorkdir:   cwd,
 		Mode:           port.ModeChat,
@@ -113,6 +121,7 @@ func (s *Server) startMicroVMTerminal(id, cwd string, env []string, cols, rows i
 	details := m.Details()
 	details["home"] = "not shared: the microvm guest cannot hide " + strings.Join(TerminalDenyRead, ", ") +
 		" inside a share, so of the terminal profile's writable $HOME and workdir only the workdir is shared"
+	details["workdirShare"] = "read-only: the microvm guest runs no creation-time name rules yet (new nested repositories' hooks, shell start-up files, editor tasks), so the workdir is not shared writable"
 	details["shell"] = "/bin/sh (the guest's busybox)"
 	return p, details, nil
 }
@@ -161,7 +170,7 @@ type vmTermProc struct {
 func (p *vmTermProc) pid() int { return 0 } // a guest pid means nothing on the host
 
 // wait waits for the shell, then destroys the VM: the terminal ends with
-// its shell, and so do whatever it left running and the placeholders.
+// its shell, and so does whatever it left running.
 func (p *vmTermProc) wait() int {
 	code, err := p.p.Wait()
 	p.destroy()
