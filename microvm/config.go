@@ -11,6 +11,7 @@ import (
 
 	"github.com/srt-go/srt/internal/syspath"
 	"github.com/srt-go/srt/netrule"
+	"github.com/srt-go/srt/policy"
 	"github.com/srt-go/srt/proxy"
 	"github.com/srt-go/srt/settings"
 	"github.com/srt-go/srt/violation"
@@ -100,6 +101,24 @@ type Config struct {
 	Events bool
 	// Logger receives debug lines (QEMU's argv). Nil discards them.
 	Logger *slog.Logger
+	// Names, when not nil, is the compiled policy whose filesystem rules
+	// every process in the guest runs under at creation time, as in the
+	// native backend (filesystem.enforceNamesAtCreation): the same
+	// sandbox/linux/supervisor with the notifying filter's EmulateCreates
+	// options, the Landlock backstop where the guest kernel has Landlock,
+	// and the set-id filter (sandbox/linux/inside's order). Only the
+	// policy's filesystem half goes to the guest (wire.Rules): never its
+	// network rules, credentials or masks. Its paths are host paths; the
+	// guest judges a guest path at the host path a share shows there, and
+	// paths no share shows (the guest's own root, /tmp, /run) are the
+	// guest's private trees, outside the rules. The DenyWrite entries that
+	// exist inside a writable share are also added to ProtectedPaths, so
+	// QEMU's own view (host side, where the guest kernel has no say) keeps
+	// them read-only. A process whose rules cannot be set up in the guest
+	// does not start: Exec fails (fail closed). Nil keeps the observe-only
+	// supervisor of the share table, which starts a process unobserved
+	// when it cannot be set up.
+	Names *policy.Policy
 }
 
 func (c *Config) validate() error {

@@ -281,9 +281,9 @@ func (v *VM) configureGuest(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, func() { st.Close() })
 	defer stop()
 	gc := wire.GuestConfig{Hostname: v.cfg.Hostname, HTTPPort: HTTPProxyPort, SOCKSPort: SOCKSProxyPort,
-		UnixTime: time.Now().UnixNano(), Protected: v.cfg.ProtectedPaths}
+		UnixTime: time.Now().UnixNano(), Protected: v.cfg.ProtectedPaths, Rules: wire.RulesOf(v.cfg.Names)}
 	for i, s := range v.cfg.Shares {
-		gc.Shares = append(gc.Shares, wire.Share{Tag: fmt.Sprintf("s%d", i), Path: s.GuestPath, ReadOnly: s.ReadOnly})
+		gc.Shares = append(gc.Shares, wire.Share{Tag: fmt.Sprintf("s%d", i), Path: s.GuestPath, ReadOnly: s.ReadOnly, Host: s.HostPath})
 	}
 	st.Write([]byte{byte(wire.KindInit)})
 	if err := wire.WriteJSON(st, gc); err != nil {

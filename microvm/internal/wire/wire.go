@@ -46,6 +46,10 @@ type Share struct {
 	Tag      string `json:"tag"`
 	Path     string `json:"path"`
 	ReadOnly bool   `json:"readOnly"`
+	// Host is the host directory the share exports (microvm.Share.HostPath),
+	// for the guest's fsplan.Mapping when Rules are set: the rules are
+	// written in host paths.
+	Host string `json:"host,omitempty"`
 }
 
 // GuestConfig is sent once after boot and again after a snapshot restore.
@@ -59,6 +63,11 @@ type GuestConfig struct {
 	// UnixTime is the host clock (nanoseconds), so a restored guest can
 	// step its clock forward.
 	UnixTime int64 `json:"unixTime"`
+	// Rules, when not nil (microvm.Config.Names), are the filesystem rules
+	// every process the guest starts runs under at creation time, with the
+	// same supervisor as the native backend; a process whose rules cannot
+	// be set up does not start.
+	Rules *Rules `json:"rules,omitempty"`
 }
 
 // Hello is the guest's answer to GuestConfig.

@@ -129,11 +129,18 @@ type Mount struct {
 // Mapping places host trees in the sandbox. The host view has one mount,
 // / at /, and no system directories; a confined view (Confined) starts
 // from an empty root holding System, read-only at their own paths, a
-// private /tmp, and Mounts.
+// private /tmp, and Mounts. A guest root (GuestRoot: the microvm
+// guest, whose shares are Mounts) is a confined view whose every tree
+// that no mount shows and no System directory holds is its own.
 type Mapping struct {
 	Confined bool
 	System   []string
 	Mounts   []Mount
+	// GuestRoot says the sandbox's root is a tree of its own that reaches
+	// no host file (the microvm guest's root, its /tmp and /run): only
+	// Mounts show host trees, and a path none of them shows, outside
+	// System, is Private. Set with Confined.
+	GuestRoot bool
 }
 
 // HostView is the mapping of the srt command line: the host's / is the
@@ -170,9 +177,19 @@ func (m Mapping) Host(g string) (host string, ok bool) {
 
 // Private reports whether sandbox path g lies in a tree that is the
 // sandbox's own and reaches no host file: a confined view's /tmp, where
-// no mount shows a host tree.
+// no mount shows a host tree; with GuestRoot, any path no mount shows and
+// no System directory holds.
 func (m Mapping) Private(g string) bool {
-	if !m.Confined || !policy.Within(g, "/tmp") {
+	if !m.Confined {
+		return false
+	}
+	if m.GuestRoot {
+		for _, s := range m.System {
+			if policy.Within(g, s) {
+				return false
+			}
+		}
+	} else if !policy.Within(g, "/tmp") {
 		return false
 	}
 	_, shown := m.Host(g)
