@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -93,6 +94,8 @@ func (v *VM) Details() map[string]any {
 	if len(v.hello.Unprotected) > 0 {
 		d["unprotected"] = v.hello.Unprotected
 	}
+	d["guestLandlock"] = v.hello.Landlock
+	d["names"] = v.cfg.Names != nil
 	return d
 }
 
@@ -130,6 +133,9 @@ func Launch(ctx context.Context, cfg Config) (*VM, error) {
 		return nil, err
 	}
 	cfg.setDefaults()
+	// The policy's write-denies inside writable shares, read-only on the
+	// host side too (names_linux.go).
+	cfg.ProtectedPaths = append(slices.Clone(cfg.ProtectedPaths), namesProtected(cfg)...)
 	v := &VM{cfg: cfg, log: cfg.Logger, state: StateCreated, console: &ring{max: 8 << 10}}
 	if v.log == nil {
 		v.log = slog.New(slog.DiscardHandler)
@@ -283,7 +289,7 @@ func (v *VM) configureGuest(ctx context.Context) error {
 	gc := wire.GuestConfig{Hostname: v.cfg.Hostname, HTTPPort: HTTPProxyPort, SOCKSPort: SOCKSProxyPort,
 		UnixTime: time.Now().UnixNano(), Protected: v.cfg.ProtectedPaths, Rules: wire.RulesOf(v.cfg.Names)}
 	for i, s := range v.cfg.Shares {
-		gc.Shares = append(gc.Shares, wire.Share{Tag: fmt.Sprintf("s%d", i), Path: s.GuestPath, ReadOnly: s.ReadOnly, Host: s.HostPath})
+		gc.Shares = append(gc.Shares, wire.Share{Tag: fmt.Sprintf("s%d", i), Path: s.GuestPath, ReadOnly: s.ReadOnly, Host: shareHost(s)})
 	}
 	st.Write([]byte{byte(wire.KindInit)})
 	if err := wire.WriteJSON(st, gc); err != nil {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 
 	"github.com/srt-go/srt/microvm"
 	"github.com/srt-go/srt/policy"
@@ -27,12 +28,16 @@ func runMicroVM(s *settings.Settings, argv []string, lg *slog.Logger, stdin, std
 		fmt.Fprintf(stderr, "srt: working directory: %v\n", err)
 		return exitSetup
 	}
-	// The VM sees only the working directory. Until the guest can protect
-	// names that do not exist yet (the native backend mounts placeholders
-	// for them), the share is read-only whatever allowWrite says: a
-	// writable share would let the command plant .bashrc or .git/hooks
-	// (found by an adversarial review). denyRead paths inside it cannot be
-	// hidden in the guest yet either, so they make srt refuse.
+	// The VM sees the working directory and, with the creation-time name
+	// rules on (decided as for native: filesystem.enforceNamesAtCreation),
+	// the policy's write roots, writable at their host paths: the guest
+	// runs every process under the policy's filesystem rules with srt's
+	// own supervisor (microvm.Config.Names), so a name such as .bashrc or
+	// .git/hooks/pre-commit cannot be planted at any depth. Without them
+	// the working directory is shared read-only whatever allowWrite says:
+	// a writable share would let the command plant those names (found by
+	// an adversarial review). denyRead paths inside a share cannot be
+	// hidden in the guest yet, so they make srt refuse.
 	pol, err := policy.Compile(s, policy.Env{Cwd: cwd, DirIndex: dirindex.DefaultPath()})
 	if err != nil {
 		fmt.Fprintf(stderr, "srt: %v\n", err)
@@ -49,22 +54,39 @@ func runMicroVM(s *settings.Settings, argv []string, lg *slog.Logger, stdin, std
 		return exitSetup
 	}
 	readOnly := !pol.FilesystemDisabled
+	var names *policy.Policy
+	var shares []microvm.Share
 	if !pol.FilesystemDisabled {
+		create, notice, err := microvmCreationRules(pol)
+		if err != nil {
+			fmt.Fprintf(stderr, "srt: %v\n", err)
+			return exitSetup
+		}
+		if notice != "" {
+			fmt.Fprintf(stderr, "srt: %s\n", notice)
+		}
+		if create {
+			names = pol
+			readOnly = !pol.Writable(pol.Cwd)
+			shares = microvmWriteRoots(pol, readOnly)
+		}
 		for _, d := range pol.DenyRead {
-			if policy.Within(d.Resolved, pol.Cwd) || policy.Within(pol.Cwd, d.Resolved) {
-				fmt.Fprintf(stderr, "srt: --backend microvm cannot hide %s (%s) inside the shared working directory yet; refusing to run rather than expose it\n", d.Literal, d.Rule)
-				return exitSetup
+			for _, root := range append([]string{pol.Cwd}, sharePaths(shares)...) {
+				if policy.Within(d.Resolved, root) || policy.Within(root, d.Resolved) {
+					fmt.Fprintf(stderr, "srt: --backend microvm cannot hide %s (%s) inside the shared directory %s yet; refusing to run rather than expose it\n", d.Literal, d.Rule, root)
+					return exitSetup
+				}
 			}
 		}
-		if pol.Writable(pol.Cwd) {
-			lg.Info("microvm: the working directory is shared read-only (writes stay in the VM): protected names cannot be enforced in a writable share yet")
+		if names == nil && pol.Writable(pol.Cwd) {
+			lg.Info("microvm: the working directory is shared read-only (writes stay in the VM): protected names cannot be enforced in a writable share without the creation-time name rules")
 		}
 	}
 	code, err := microvm.RunCommand(ctx, microvm.RunConfig{
 		Settings: s,
 		Workdir:  cwd,
 		ReadOnly: readOnly,
-		VM:       microvm.Config{Logger: lg, Parent: pol.Network.Parent, Filter: pol.Network.Filter},
+		VM:       microvm.Config{Logger: lg, Parent: pol.Network.Parent, Filter: pol.Network.Filter, Shares: shares, Names: names},
 	}, argv, microvm.Stdio{In: stdin, Out: stdout, Err: stderr})
 	if err != nil {
 		var ue *microvm.UnavailableError
@@ -76,4 +98,37 @@ func runMicroVM(s *settings.Settings, argv []string, lg *slog.Logger, stdin, std
 		return exitSetup
 	}
 	return code
+}
+
+// microvmWriteRoots are the shares of the policy's write roots besides
+// the working directory's: each existing directory of AllowWrite at its
+// resolved host path, writable, but those the working directory's share
+// already holds writable (cwdReadOnly false) and those inside another
+// write root.
+func microvmWriteRoots(pol *policy.Policy, cwdReadOnly bool) []microvm.Share {
+	var roots []string
+	for _, w := range pol.AllowWrite {
+		if w.Kind != policy.Dir || w.Resolved == "/" || w.Resolved == pol.Cwd || !cwdReadOnly && policy.Within(w.Resolved, pol.Cwd) {
+			continue
+		}
+		roots = append(roots, w.Resolved)
+	}
+	var out []microvm.Share
+	for _, r := range roots {
+		if slices.ContainsFunc(roots, func(o string) bool { return o != r && policy.Within(r, o) }) ||
+			slices.ContainsFunc(out, func(s microvm.Share) bool { return s.HostPath == r }) {
+			continue
+		}
+		out = append(out, microvm.Share{HostPath: r, GuestPath: r})
+	}
+	return out
+}
+
+// sharePaths are the host paths of shares.
+func sharePaths(shares []microvm.Share) []string {
+	var out []string
+	for _, s := range shares {
+		out = append(out, s.HostPath)
+	}
+	return out
 }

@@ -89,11 +89,19 @@ func (a *agent) exec(st *yamux.Stream) {
 	}
 	// Refusals in the process's tree go to the host as frames on st
 	// (observe_linux.go).
-	w := newWatch(cfg, func(b []byte) error {
+	w, err := newWatch(cfg, func(b []byte) error {
 		wmu.Lock()
 		defer wmu.Unlock()
 		return wire.WriteFrame(st, wire.FrameViolation, b)
 	})
+	if err != nil {
+		for _, f := range childEnd {
+			f.Close()
+		}
+		stdin.Close()
+		fail(err)
+		return
+	}
 	pid, status, err := w.start(a.procs, path, req.Argv, attr)
 	for _, f := range childEnd {
 		f.Close()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hashicorp/yamux"
 	"github.com/srt-go/srt/microvm/internal/wire"
+	"github.com/srt-go/srt/sandbox/linux/inside"
 	"github.com/srt-go/srt/seccomp"
 	"golang.org/x/sys/unix"
 )
@@ -280,6 +281,7 @@ func (a *agent) configure(cfg wire.GuestConfig) wire.Hello {
 	var si unix.Sysinfo_t
 	unix.Sysinfo(&si)
 	h.UptimeMS = si.Uptime * 1000
+	h.Landlock = inside.LandlockABI()
 	if cfg.UnixTime > 0 {
 		ts := unix.NsecToTimespec(cfg.UnixTime)
 		unix.ClockSettime(unix.CLOCK_REALTIME, &ts)

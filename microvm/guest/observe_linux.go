@@ -19,8 +19,22 @@ package guest
 // refusing set-id modes with EPERM whatever happens here; a deny-only
 // errno outranks a notification, so those refusals are not reported (see
 // README.md, "Violations").
+//
+// With the host's creation-time rules (wire.GuestConfig.Rules,
+// microvm.Config.Names) the same supervisor judges the policy's own
+// filesystem rules instead, and performs the creation calls under them
+// as in a native sandbox (seccomp.Options.EmulateCreates; namesOptions).
+// The rules are in host paths: a guest path is judged at the host path
+// its share shows there (guestMapping), and a path no share shows is the
+// guest's own. The thread that forks the process gets, in the native
+// order of sandbox/linux/inside (installFilter), the notifying filter,
+// then the Landlock backstop (inside.ThreadBackstop, where the guest
+// kernel has Landlock); the set-id filter is PID 1's, stacked under both
+// since boot. If any of it cannot be set up the process does not start:
+// there is no unobserved fallback with the rules on (fail closed).
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
 	"runtime"
@@ -31,6 +45,8 @@ import (
 
 	"github.com/srt-go/srt/microvm/internal/wire"
 	"github.com/srt-go/srt/policy"
+	"github.com/srt-go/srt/sandbox/linux/fsplan"
+	"github.com/srt-go/srt/sandbox/linux/inside"
 	"github.com/srt-go/srt/sandbox/linux/supervisor"
 	lwire "github.com/srt-go/srt/sandbox/linux/wire"
 	"github.com/srt-go/srt/seccomp"
@@ -46,6 +62,20 @@ import (
 // keyrings, bpf, perf, TIOCSTI, …) apply and are reported.
 var observeOptions = seccomp.Options{
 	Notify: true, ObserveWrites: true,
+	AllowUnixSockets: true, AllowNestedUserNamespaces: true,
+}
+
+// namesOptions is the workload's filter under the creation-time rules:
+// observeOptions with the creation calls performed by the supervisor
+// (EmulateCreates) and group write taken out of every creation mode, as
+// PID 1's set-id filter refuses it in chmod (init_linux.go,
+// RefuseGroupWrite). Native sets the same (sandbox/linux, run_linux.go),
+// but for the socket and namespace rules, which the guest does not need:
+// an AF_UNIX socket reaches no host socket from the guest. bind(2) of
+// one is therefore not checked, and makes its name itself (the backstop
+// leaves MAKE_SOCK, as native does with allowAllUnixSockets).
+var namesOptions = seccomp.Options{
+	Notify: true, ObserveWrites: true, EmulateCreates: true, RefuseGroupWrite: true,
 	AllowUnixSockets: true, AllowNestedUserNamespaces: true,
 }
 
@@ -71,6 +101,25 @@ const drainWait = 100 * time.Millisecond
 // observeProgram is the workload filter, built once: the same program
 // for every process.
 var observeProgram = sync.OnceValues(func() ([]bpf.RawInstruction, error) { return seccomp.Build(observeOptions) })
+
+// namesProgram is the workload filter under the creation-time rules.
+var namesProgram = sync.OnceValues(func() ([]bpf.RawInstruction, error) { return seccomp.Build(namesOptions) })
+
+// guestMapping places the shares' host trees in the guest, for judging a
+// guest path by rules written in host paths: every share is a mount, and
+// every path no share shows (the guest's root, /tmp, /run) is the
+// guest's own (fsplan.Mapping.GuestRoot).
+func guestMapping(cfg wire.GuestConfig) fsplan.Mapping {
+	m := fsplan.Mapping{Confined: true, GuestRoot: true}
+	for _, s := range cfg.Shares {
+		host := s.Host
+		if host == "" {
+			host = s.Path
+		}
+		m.Mounts = append(m.Mounts, fsplan.Mount{Host: host, Guest: s.Path, Rule: "share " + s.Tag})
+	}
+	return m
+}
 
 // Rules naming why a guest path is read-only (violation.Violation.Reason).
 const (
@@ -102,6 +151,7 @@ func guestPolicy(cfg wire.GuestConfig) *policy.Policy {
 // watch is one process tree's supervisor and the queue of its reports.
 type watch struct {
 	sup     *supervisor.Supervisor // nil: started without observation
+	names   bool                   // under the creation-time rules: never without sup
 	end     *os.File               // the socket the listener goes over
 	q       chan violation.Violation
 	stop    chan struct{}
@@ -111,20 +161,31 @@ type watch struct {
 }
 
 // newWatch prepares a supervisor for one process; send writes one
-// FrameViolation payload. On error (no supervisor) the process starts
-// unobserved, still under the set-id filter.
-func newWatch(cfg wire.GuestConfig, send func([]byte) error) *watch {
+// FrameViolation payload. Without cfg.Rules, on error (no supervisor) the
+// process starts unobserved, still under the set-id filter; with them,
+// the error is returned and the process must not start.
+func newWatch(cfg wire.GuestConfig, send func([]byte) error) (*watch, error) {
 	w := &watch{q: make(chan violation.Violation, violationQueue), stop: make(chan struct{}), written: make(chan struct{})}
-	sup, end, err := supervisor.New(supervisor.Config{
+	sc := supervisor.Config{
 		Seccomp: observeOptions, Policy: guestPolicy(cfg), TmpDir: noTmpDir,
 		OnViolation: w.put, Logger: slog.New(slog.DiscardHandler),
-	})
+	}
+	if cfg.Rules != nil {
+		// The workload runs as root with PID 1's bounding set: the
+		// supervisor creates with those capabilities, not none.
+		w.names = true
+		sc.Seccomp, sc.Policy, sc.Mapping, sc.BoundingCaps = namesOptions, cfg.Rules.Policy(), guestMapping(cfg), true
+	}
+	sup, end, err := supervisor.New(sc)
+	if err != nil && w.names {
+		return nil, fmt.Errorf("the creation-time name rules: supervisor: %w", err)
+	}
 	if err == nil {
 		w.sup, w.end = sup, end
 		sup.Serve()
 	}
 	go w.write(send)
-	return w
+	return w, nil
 }
 
 // put queues a report; it never blocks.
@@ -162,8 +223,10 @@ func (w *watch) write(send func([]byte) error) {
 }
 
 // start starts the process on a thread of its own that carries the
-// notifying filter, which the process inherits. Without a supervisor, or
-// when this kernel gives no listener, it starts the process as before.
+// notifying filter, which the process inherits, and under the
+// creation-time rules the Landlock backstop. Without a supervisor, or
+// when this kernel gives no listener, it starts the process as before,
+// unless under the creation-time rules: then it starts nothing.
 func (w *watch) start(r *reaper, path string, argv []string, attr *os.ProcAttr) (int, <-chan unix.WaitStatus, error) {
 	if w.sup == nil {
 		return r.start(path, argv, attr)
@@ -178,10 +241,19 @@ func (w *watch) start(r *reaper, path string, argv []string, attr *os.ProcAttr) 
 		// Never unlocked: the thread carries the filter and ends with
 		// this goroutine.
 		runtime.LockOSThread()
-		prog, err := observeProgram()
+		opts, program := observeOptions, observeProgram
+		if w.names {
+			opts, program = namesOptions, namesProgram
+		}
+		prog, err := program()
 		var fd int
 		if err == nil {
 			fd, err = seccomp.ThreadListener(prog)
+		}
+		if err != nil && w.names {
+			w.end.Close()
+			res <- started{err: fmt.Errorf("the creation-time name rules: seccomp listener: %w", err)}
+			return
 		}
 		if err != nil {
 			w.end.Close()
@@ -198,6 +270,14 @@ func (w *watch) start(r *reaper, path string, argv []string, attr *os.ProcAttr) 
 			// call would fail. Start nothing from it.
 			res <- started{err: err}
 			return
+		}
+		if w.names {
+			// After the filter, as sandbox/linux/inside's installFilter:
+			// no right to make a name but through the supervisor.
+			if _, err := inside.ThreadBackstop(opts); err != nil {
+				res <- started{err: fmt.Errorf("the creation-time name rules: the Landlock backstop: %w", err)}
+				return
+			}
 		}
 		pid, c, err := r.start(path, argv, attr)
 		res <- started{pid, c, err}

@@ -80,6 +80,10 @@ type Hello struct {
 	// so nothing could be mounted on them.
 	Unprotected []string `json:"unprotected,omitempty"`
 	Error       string   `json:"error,omitempty"`
+	// Landlock is the guest kernel's Landlock ABI version, 0 without
+	// Landlock: the backstop of the creation-time rules (Rules) is there
+	// only where it is not 0.
+	Landlock int `json:"landlock,omitempty"`
 }
 
 // TTYSize is a terminal size in character cells.

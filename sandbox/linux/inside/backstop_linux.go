@@ -5,9 +5,12 @@ package inside
 // (seccomp.Options.EmulateCreates).
 
 import (
+	"fmt"
+
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"github.com/srt-go/srt/seccomp"
+	"golang.org/x/sys/unix"
 )
 
 // backstopAccess returns the Landlock rights the backstop takes away from
@@ -50,4 +53,46 @@ func applyBackstop(installed seccomp.Options) error {
 		return nil
 	}
 	return landlock.Config{HandledAccessFS: access}.BestEffort().RestrictPaths()
+}
+
+// ThreadBackstop is applyBackstop for the calling OS thread alone, for a
+// long-lived process that forks each command from a thread of its own:
+// the microvm guest's PID 1 (microvm/guest, observe_linux.go), whose
+// other threads, the supervisor's among them, must keep their rights.
+// The caller must have locked its goroutine to the thread for good
+// (runtime.LockOSThread, never unlocked) and set no_new_privs on it, as
+// seccomp.ThreadListener does. It returns the kernel's Landlock ABI
+// version, 0 where Landlock is not available (nothing restricted then,
+// as applyBackstop).
+func ThreadBackstop(installed seccomp.Options) (abi int, err error) {
+	abi, err = llsys.LandlockGetABIVersion()
+	if err != nil || abi < 1 {
+		return 0, nil
+	}
+	access := uint64(backstopAccess(installed))
+	if access == 0 {
+		return abi, nil
+	}
+	if abi < 2 {
+		access &^= llsys.AccessFSRefer // ABI 1 lacks it (see applyBackstop)
+	}
+	fd, err := llsys.LandlockCreateRuleset(&llsys.RulesetAttr{HandledAccessFS: access}, 0)
+	if err != nil {
+		return abi, fmt.Errorf("landlock_create_ruleset: %w", err)
+	}
+	defer unix.Close(fd)
+	if err := llsys.LandlockRestrictSelf(fd, 0); err != nil {
+		return abi, fmt.Errorf("landlock_restrict_self: %w", err)
+	}
+	return abi, nil
+}
+
+// LandlockABI returns the kernel's Landlock ABI version, 0 where Landlock
+// is not available.
+func LandlockABI() int {
+	abi, err := llsys.LandlockGetABIVersion()
+	if err != nil || abi < 1 {
+		return 0
+	}
+	return abi
 }

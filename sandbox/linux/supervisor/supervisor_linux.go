@@ -38,6 +38,13 @@ type Config struct {
 	OnViolation func(violation.Violation)
 	// Logger receives debug lines; it must not be nil.
 	Logger *slog.Logger
+	// BoundingCaps makes the threads that perform the creation calls keep
+	// the capabilities of srt's bounding set instead of none
+	// (prepareCreatorThread): for a command that runs as root with them,
+	// as the microvm guest's workloads do under PID 1's reduced bounding
+	// set (microvm/guest, init_linux.go's droppedCaps). Native commands
+	// hold no capability: false.
+	BoundingCaps bool
 }
 
 // Supervisor is srt's side of the sandbox's seccomp filter: it answers
@@ -80,7 +87,7 @@ func New(cfg Config) (*Supervisor, *os.File, error) {
 	n := &Supervisor{
 		conn: os.NewFile(uintptr(fds[0]), "seccomp-notify"), log: cfg.Logger, stopR: r, stopW: w,
 		loopDone: make(chan struct{}), obs: newObserver(cfg.Policy, cfg.TmpDir, cfg.Mapping, cfg.OnViolation),
-		waits: newWaiters(),
+		waits: newWaiters(cfg.BoundingCaps),
 	}
 	if cfg.Seccomp.EmulateCreates {
 		noWrite := uint64(unix.S_IWOTH)
@@ -127,7 +134,7 @@ func (n *Supervisor) Serve() {
 		defer n.waits.stop()
 		if n.cr != nil {
 			defer n.cr.close()
-			if err := prepareCreatorThread(); err != nil {
+			if err := prepareCreatorThread(n.waits.keepBounding); err != nil {
 				// Without its own umask and credentials the thread
 				// cannot create for the command: fail every call
 				// closed (closing the listener: ENOSYS) rather than

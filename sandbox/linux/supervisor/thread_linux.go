@@ -24,7 +24,13 @@ import (
 // about one untar of 10,000 files in four). With every signal blocked on
 // this thread nothing interrupts it: the Go runtime preempts it at
 // function calls, and process signals go to other threads.
-func prepareCreatorThread() error {
+//
+// With keepBounding (Config.BoundingCaps) the thread keeps, effective and
+// permitted, the capabilities of srt's bounding set instead of none: the
+// capabilities a root command execve'd from srt holds (the microvm
+// guest's workloads, root under PID 1's reduced bounding set), so its
+// calls are still checked as the command's.
+func prepareCreatorThread(keepBounding bool) error {
 	runtime.LockOSThread()
 	var all unix.Sigset_t
 	for i := range all.Val {
@@ -38,5 +44,26 @@ func prepareCreatorThread() error {
 	}
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
+	if keepBounding {
+		for c := 0; c < 64; c++ {
+			in, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, uintptr(c), 0, 0, 0)
+			if err != nil {
+				break // EINVAL: past the kernel's last capability
+			}
+			if in == 1 {
+				data[c/32].Effective |= 1 << (c % 32)
+				data[c/32].Permitted |= 1 << (c % 32)
+			}
+		}
+		// Only what srt holds can be kept: never more than its own.
+		var own [2]unix.CapUserData
+		if err := unix.Capget(&hdr, &own[0]); err != nil {
+			return err
+		}
+		for i := range data {
+			data[i].Effective &= own[i].Permitted
+			data[i].Permitted &= own[i].Permitted
+		}
+	}
 	return unix.Capset(&hdr, &data[0])
 }

@@ -24,9 +24,13 @@ type waiters struct {
 	// stopping is closed when the loop ends: a FIFO's wait is then
 	// released.
 	stopping chan struct{}
+	// keepBounding is Config.BoundingCaps, for prepareCreatorThread.
+	keepBounding bool
 }
 
-func newWaiters() *waiters { return &waiters{stopping: make(chan struct{})} }
+func newWaiters(keepBounding bool) *waiters {
+	return &waiters{stopping: make(chan struct{}), keepBounding: keepBounding}
+}
 
 // stop releases the FIFO waits and waits until every waiting open has
 // answered.
@@ -58,7 +62,7 @@ func (ws *waiters) open(rq request, obj int, flags uint64, fifo bool) verdict {
 		defer ws.pending.Done()
 		defer ws.count.Add(-1)
 		defer unix.Close(dup)
-		if err := prepareCreatorThread(); err != nil {
+		if err := prepareCreatorThread(ws.keepBounding); err != nil {
 			seccomp.Respond(rq.fd, rq.nt.ID, unix.EACCES)
 			return
 		}
