@@ -86,6 +86,24 @@ func ThreadListener(prog []bpf.RawInstruction) (int, error) {
 	return setThreadFilterListener(filter)
 }
 
+// InstallThread is Install for the calling OS thread alone: no_new_privs
+// and the filter are set on that thread, without TSYNC, and whatever it
+// starts inherits them, while the process's other threads stay as they
+// were (the microvm guest's PID 1 starts each workload from a thread of
+// its own; microvm/guest, observe_linux.go). The thread is spoiled for
+// good, as with ThreadListener: the caller must have locked its goroutine
+// to it and must let the goroutine end without unlocking it.
+func InstallThread(prog []bpf.RawInstruction) error {
+	filter, err := sockFilter(prog)
+	if err != nil {
+		return err
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
+	}
+	return setThreadFilter(filter)
+}
+
 // sockFilter converts prog to the kernel's struct sock_filter, refusing
 // an empty program or one longer than the kernel takes.
 func sockFilter(prog []bpf.RawInstruction) ([]unix.SockFilter, error) {

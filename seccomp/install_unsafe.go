@@ -60,3 +60,15 @@ func setThreadFilterListener(filter []unix.SockFilter) (int, error) {
 	}
 	return int(r1), nil
 }
+
+// setThreadFilter calls seccomp(SECCOMP_SET_MODE_FILTER, 0, &prog), for
+// the calling thread only.
+func setThreadFilter(filter []unix.SockFilter) error {
+	fprog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fprog)))
+	runtime.KeepAlive(filter)
+	if errno != 0 {
+		return fmt.Errorf("seccomp(SECCOMP_SET_MODE_FILTER): %w", errno)
+	}
+	return nil
+}

@@ -18,7 +18,6 @@ import (
 	"github.com/hashicorp/yamux"
 	"github.com/srt-go/srt/microvm/internal/wire"
 	"github.com/srt-go/srt/sandbox/linux/inside"
-	"github.com/srt-go/srt/seccomp"
 	"golang.org/x/sys/unix"
 )
 
@@ -77,17 +76,9 @@ func run() error {
 			return fmt.Errorf("prctl(PR_CAPBSET_DROP, %d): %w", c, e)
 		}
 	}
-	// No set-id bit on any file: with 9p's security_model=none a guest
-	// chmod lands on the host's file, and a set-user-ID binary left in a
-	// writable share would outlive the VM (issue 14, item 6). Inherited
-	// by every process the agent starts.
-	setid, err := seccomp.BuildSetID(seccomp.Options{RefuseGroupWrite: true})
-	if err == nil {
-		err = seccomp.Install(setid)
-	}
-	if err != nil {
-		return fmt.Errorf("set-id filter: %w", err)
-	}
+	// No set-id bit on any file: the set-id filter is put on the thread
+	// each workload is started from (observe_linux.go, setIDFilter), not
+	// on PID 1, whose supervisor threads need what it refuses (openat2).
 	port, err := openPort(wire.PortName, 10*time.Second)
 	if err != nil {
 		return err

@@ -15,9 +15,9 @@ package guest
 // while the agent stays unfiltered; the thread ends right after the fork.
 // The listener's only holder is the supervisor: if it stops, the kernel
 // fails every notified call with ENOSYS (fail closed). The set-id filter
-// PID 1 installed at boot (init_linux.go) stays stacked under it and keeps
-// refusing set-id modes with EPERM whatever happens here; a deny-only
-// errno outranks a notification, so those refusals are not reported (see
+// (setIDFilter) is stacked on it, on the same thread, and keeps refusing
+// set-id modes with EPERM whatever happens here; a deny-only errno
+// outranks a notification, so those refusals are not reported (see
 // README.md, "Violations").
 //
 // With the host's creation-time rules (wire.GuestConfig.Rules,
@@ -29,8 +29,9 @@ package guest
 // guest's own. The thread that forks the process gets, in the native
 // order of sandbox/linux/inside (installFilter), the notifying filter,
 // then the Landlock backstop (inside.ThreadBackstop, where the guest
-// kernel has Landlock); the set-id filter is PID 1's, stacked under both
-// since boot. If any of it cannot be set up the process does not start:
+// kernel has Landlock), then the set-id filter built from the notifying
+// filter's options, whose mode refusals the supervisor then reports as
+// native does. If any of it cannot be set up the process does not start:
 // there is no unobserved fallback with the rules on (fail closed).
 
 import (
@@ -222,15 +223,14 @@ func (w *watch) write(send func([]byte) error) {
 	}
 }
 
-// start starts the process on a thread of its own that carries the
-// notifying filter, which the process inherits, and under the
-// creation-time rules the Landlock backstop. Without a supervisor, or
-// when this kernel gives no listener, it starts the process as before,
-// unless under the creation-time rules: then it starts nothing.
+// start starts the process from a thread of its own, which it inherits
+// from: the notifying filter (when there is a supervisor and this kernel
+// gives a listener), under the creation-time rules the Landlock backstop,
+// and last the set-id filter (setIDFilter), in sandbox/linux/inside's
+// order (installFilter). Without a listener it starts the process with
+// the set-id filter alone, unless under the creation-time rules: then it
+// starts nothing.
 func (w *watch) start(r *reaper, path string, argv []string, attr *os.ProcAttr) (int, <-chan unix.WaitStatus, error) {
-	if w.sup == nil {
-		return r.start(path, argv, attr)
-	}
 	type started struct {
 		pid int
 		c   <-chan unix.WaitStatus
@@ -238,52 +238,85 @@ func (w *watch) start(r *reaper, path string, argv []string, attr *os.ProcAttr) 
 	}
 	res := make(chan started, 1)
 	go func() {
-		// Never unlocked: the thread carries the filter and ends with
+		// Never unlocked: the thread carries the filters and ends with
 		// this goroutine.
 		runtime.LockOSThread()
-		opts, program := observeOptions, observeProgram
-		if w.names {
-			opts, program = namesOptions, namesProgram
-		}
-		prog, err := program()
-		var fd int
-		if err == nil {
-			fd, err = seccomp.ThreadListener(prog)
-		}
-		if err != nil && w.names {
-			w.end.Close()
-			res <- started{err: fmt.Errorf("the creation-time name rules: seccomp listener: %w", err)}
-			return
-		}
-		if err != nil {
-			w.end.Close()
-			w.unobserved()
-			pid, c, err := r.start(path, argv, attr)
-			res <- started{pid, c, err}
-			return
-		}
-		err = lwire.SendListener(int(w.end.Fd()), fd)
-		unix.Close(fd) // the supervisor holds the only copy now
-		w.end.Close()
-		if err != nil {
-			// The thread's filter has no listener: every notified
-			// call would fail. Start nothing from it.
+		if err := w.filterThread(); err != nil {
 			res <- started{err: err}
 			return
-		}
-		if w.names {
-			// After the filter, as sandbox/linux/inside's installFilter:
-			// no right to make a name but through the supervisor.
-			if _, err := inside.ThreadBackstop(opts); err != nil {
-				res <- started{err: fmt.Errorf("the creation-time name rules: the Landlock backstop: %w", err)}
-				return
-			}
 		}
 		pid, c, err := r.start(path, argv, attr)
 		res <- started{pid, c, err}
 	}()
 	s := <-res
 	return s.pid, s.c, s.err
+}
+
+// filterThread puts the process's filters on the calling thread (start).
+func (w *watch) filterThread() error {
+	opts, program := observeOptions, observeProgram
+	if w.names {
+		opts, program = namesOptions, namesProgram
+	}
+	listening := false
+	if w.sup != nil {
+		prog, err := program()
+		var fd int
+		if err == nil {
+			fd, err = seccomp.ThreadListener(prog)
+		}
+		switch {
+		case err != nil && w.names:
+			w.end.Close()
+			return fmt.Errorf("the creation-time name rules: seccomp listener: %w", err)
+		case err != nil:
+			w.end.Close()
+			w.unobserved()
+		default:
+			err = lwire.SendListener(int(w.end.Fd()), fd)
+			unix.Close(fd) // the supervisor holds the only copy now
+			w.end.Close()
+			if err != nil {
+				// The thread's filter has no listener: every notified
+				// call would fail. Start nothing from it.
+				return err
+			}
+			listening = true
+		}
+	}
+	if w.names {
+		// After the filter, as sandbox/linux/inside's installFilter:
+		// no right to make a name but through the supervisor.
+		if _, err := inside.ThreadBackstop(opts); err != nil {
+			return fmt.Errorf("the creation-time name rules: the Landlock backstop: %w", err)
+		}
+	}
+	prog, err := setIDFilter(w.names && listening)
+	if err == nil {
+		err = seccomp.InstallThread(prog)
+	}
+	if err != nil {
+		return fmt.Errorf("set-id filter: %w", err)
+	}
+	return nil
+}
+
+// setIDFilter is the last filter of every process: no set-id bit, and no
+// group or others' write, on any file (seccomp.BuildSetID). With 9p's
+// security_model=none a guest chmod lands on the host's file, and a
+// set-user-ID binary left in a writable share would outlive the VM (issue
+// 14, item 6). It is put on each process's thread, not on PID 1 at boot:
+// BuildSetID answers openat2 with ENOSYS, which the supervisor's own
+// threads in PID 1 need (sandbox/linux/supervisor, resolve_linux.go).
+// Under the creation-time rules (names) it is built from the notifying
+// filter's options, as native: that filter notifies the refused modes and
+// the supervisor reports them. Otherwise it refuses them itself, deny-only
+// (an errno outranks a notification, so they go unreported).
+func setIDFilter(names bool) ([]bpf.RawInstruction, error) {
+	if names {
+		return seccomp.BuildSetID(namesOptions)
+	}
+	return seccomp.BuildSetID(seccomp.Options{RefuseGroupWrite: true})
 }
 
 // unobserved drops the supervisor of a process started without the filter.
