@@ -123,10 +123,12 @@ func (s *termSession) wait(re *regexp.Regexp) []string {
 // exit code; the VM (its QEMU) is gone once the shell exits or the client
 // disconnects. $HOME is not shared (the guest cannot hide ~/.ssh inside a
 // share), and a workdir holding a secret directory is refused. The
-// workdir is shared read-only (issue 20): the review's attack from a VM
-// shell (a new nested repository's pre-commit hook, sub/.bashrc,
-// .vscode/tasks.json, the host repository's hook) is refused and leaves
-// the host tree unchanged, and the host's next git commit runs no hook.
+// workdir is shared writable under the creation-time rules in the guest
+// (issue 20): the review's attack from a VM shell (a new nested
+// repository's pre-commit hook, sub/.bashrc, .vscode/tasks.json, the
+// host repository's hook) is refused while an ordinary file is made, no
+// placeholder appears on the host, the host tree holds no protected name
+// afterwards, and the host's next git commit runs no hook.
 func TestSrtdMicroVMTerminal(t *testing.T) {
 	requireQEMUStrict(t)
 	d := startSrtdVM(t, nil)
@@ -204,8 +206,8 @@ func TestSrtdMicroVMTerminal(t *testing.T) {
 		before := listTree(wd)
 		term, s, qemu := open(t, wd)
 		defer term.Close()
-		if ws, _ := termDetails(t, d, term.Info.ID)["workdirShare"].(string); !strings.HasPrefix(ws, "read-only") {
-			t.Errorf("details.workdirShare %q; want read-only", ws)
+		if ws, _ := termDetails(t, d, term.Info.ID)["workdirShare"].(string); !strings.HasPrefix(ws, "writable, under the creation-time name rules") {
+			t.Errorf("details.workdirShare %q; want writable under the creation-time rules", ws)
 		}
 		// No placeholder on the host: nothing of the host tree changes
 		// while the VM runs.
@@ -224,13 +226,14 @@ func TestSrtdMicroVMTerminal(t *testing.T) {
 		// The review's attack, one line per attempt. The typed line's
 		// echo spells AT""TEMPT, so only the output matches.
 		const hook = `printf "#!/bin/sh\nexit 1\n" >`
-		attempts := [][2]string{
-			{"nested-repo-hook", `mkdir -p sub/.git/hooks && ` + hook + ` sub/.git/hooks/pre-commit && chmod +x sub/.git/hooks/pre-commit`},
-			{"nested-bashrc", `mkdir -p sub && echo pwned >> sub/.bashrc`},
-			{"vscode-tasks", `mkdir -p .vscode && echo "{}" > .vscode/tasks.json`},
-			{"repo-hook", hook + ` .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit`},
-			{"bashrc", `echo pwned >> .bashrc`},
-			{"plain-file", `echo new > made.txt`},
+		attempts := [][3]string{
+			{"nested-repo-hook", `mkdir -p sub/.git/hooks && ` + hook + ` sub/.git/hooks/pre-commit && chmod +x sub/.git/hooks/pre-commit`, "REFUSED"},
+			{"nested-bashrc", `mkdir -p sub && echo pwned >> sub/.bashrc`, "REFUSED"},
+			{"vscode-tasks", `mkdir -p .vscode && echo "{}" > .vscode/tasks.json`, "REFUSED"},
+			{"repo-hook", hook + ` .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit`, "REFUSED"},
+			{"bashrc", `echo pwned >> .bashrc`, "REFUSED"},
+			{"deep-bashrc", `mkdir -p a/b/c/d/e && echo pwned > a/b/c/d/e/.bashrc`, "REFUSED"},
+			{"plain-file", `echo new > made.txt`, "WROTE"},
 		}
 		script := `a() { if sh -c "$2" 2>/dev/null; then echo "AT""TEMPT $1 WROTE"; else echo "AT""TEMPT $1 REFUSED"; fi; }` + "\n"
 		for _, a := range attempts {
@@ -246,14 +249,25 @@ func TestSrtdMicroVMTerminal(t *testing.T) {
 		}
 		s.mu.Unlock()
 		for _, a := range attempts {
-			if got[a[0]] != "REFUSED" {
-				t.Errorf("attempt %s: %q; want REFUSED (the workdir is shared read-only)", a[0], got[a[0]])
+			if got[a[0]] != a[2] {
+				t.Errorf("attempt %s: %q; want %s", a[0], got[a[0]], a[2])
 			}
 		}
 		term.Write([]byte("exit 7\n"))
 		if code, err := term.Wait(); err != nil || code != 7 {
 			t.Errorf("exit %d %v; want 7", code, err)
 		}
+		if got := deniedOnHostVM(wd); len(got) > 0 {
+			t.Errorf("ESCAPE: protected names on the host after the terminal: %v", got)
+		}
+		if b, _ := os.ReadFile(filepath.Join(wd, "made.txt")); string(b) != "new\n" {
+			t.Errorf("the workdir is not writable from the guest: made.txt = %q", b)
+		}
+		// What the shell was allowed to make; the rest of the tree is as
+		// before.
+		os.Remove(filepath.Join(wd, "made.txt"))
+		os.RemoveAll(filepath.Join(wd, "sub"))
+		os.RemoveAll(filepath.Join(wd, "a"))
 		gone(t, qemu, wd, before)
 		// The host's next commit runs no hook the VM planted.
 		if err := git("commit", "-q", "--allow-empty", "-m", "after the terminal"); err != nil {

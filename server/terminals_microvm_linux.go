@@ -18,9 +18,10 @@ import (
 
 // A microvm terminal (issue 7) is a shell on a PTY of a fresh VM, one VM
 // per terminal, booted by the port (port.Runtime.LaunchMicroVM) with the
-// same shares, protected paths and egress lists as a microvm session.
-// The VM is destroyed when the shell exits, when the terminal is killed (DELETE, the client
-// disconnecting, the attach timeout) and when srtd closes.
+// same shares, protected paths, creation-time rules in the guest and
+// egress lists as a microvm session. The VM is destroyed when the shell
+// exits, when the terminal is killed (DELETE, the client disconnecting,
+// the attach timeout) and when srtd closes.
 //
 // The terminal profile (seed 000) makes $HOME and the workdir writable
 // and refuses reads of the secret directories (TerminalDenyRead). The
@@ -28,15 +29,16 @@ import (
 // only the session workdir is, at the same path; a workdir that holds a
 // secret directory (such as $HOME itself) or lies inside one is refused.
 //
-// The workdir is shared read-only (issue 20): the guest runs no
-// creation-time rules yet, and a writable share without them let a VM
-// shell create a new nested repository's .git/hooks/pre-commit,
-// sub/.bashrc and .vscode/tasks.json on the host, which the host's next
-// git commit or editor ran (the native terminal refuses them: the
-// supervisor's names, sandbox/linux/supervisor). The host placeholders
-// pinned only the missing names at the top level. Fail closed: never a
-// writable share with weaker rules than native. The response's details
-// say so (workdirShare).
+// The workdir is shared writable under the creation-time name rules,
+// enforced in the guest (issue 20): the port passes the terminal's view
+// as microvm.Config.Names, so the guest runs every process, the shell
+// and all it starts, under the native backend's supervisor
+// (sandbox/linux/supervisor), and a VM shell cannot create a new nested
+// repository's .git/hooks/pre-commit, a .bashrc or .vscode/tasks.json at
+// any depth (a writable share without those rules let it, and the host's
+// next git commit ran the hook). A shell whose rules cannot be set up in
+// the guest does not start. The response's details say so
+// (workdirShare).
 
 // microVMPort is the port's VM launcher for terminals (port.Runtime).
 type microVMPort interface {
@@ -64,7 +66,7 @@ func (s *Server) startMicroVMTerminal(id, cwd string, env []string, cols, rows i
 	spec := port.Spec{
 		SessionID:      "term-" + id,
 		WorkspaceID:    "terminal",
-		BindMounts:     []port.BindMount{{HostPath: cwd, GuestPath: cwd, ReadOnly: true}},
+		BindMounts:     []port.BindMount{{HostPath: cwd, GuestPath: cwd}},
 		NetworkEnabled: true,
 		GuestWorkdir:   cwd,
 		Mode:           port.ModeChat,
@@ -121,7 +123,7 @@ func (s *Server) startMicroVMTerminal(id, cwd string, env []string, cols, rows i
 	details := m.Details()
 	details["home"] = "not shared: the microvm guest cannot hide " + strings.Join(TerminalDenyRead, ", ") +
 		" inside a share, so of the terminal profile's writable $HOME and workdir only the workdir is shared"
-	details["workdirShare"] = "read-only: the microvm guest runs no creation-time name rules yet (new nested repositories' hooks, shell start-up files, editor tasks), so the workdir is not shared writable"
+	details["workdirShare"] = "writable, under the creation-time name rules in the guest (srt's supervisor: protected names such as .bashrc, .vscode and new repositories' hooks are refused at any depth)"
 	details["shell"] = "/bin/sh (the guest's busybox)"
 	return p, details, nil
 }
