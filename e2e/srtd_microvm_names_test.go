@@ -5,15 +5,17 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
 	"github.com/srt-go/srt/client"
+	"github.com/srt-go/srt/microvm"
 	"github.com/srt-go/srt/port"
 )
 
@@ -158,19 +160,46 @@ func deniedOnHostVM(dir string) []string {
 // violation events; a second session on the same directory cannot use
 // the links, staged directories and nested repository the first left;
 // the host tree holds no protected name afterwards, and the host's git
-// commit runs no hook.
+// commit runs no hook. As root and as the unprivileged user (srtd, and
+// so QEMU, running as that user).
 func TestSrtdMicroVMNames(t *testing.T) {
-	requireSandbox(t)
 	requireQEMU(t)
-	ctx := context.Background()
-	d := startSrtdVM(t, nil) // the standard launch policy
-	if p := awaitMicroVMProbe(t, d); !p.MicroVMAvailable {
-		t.Fatalf("probe %+v; want microvmAvailable", p)
+	forEachUser(t, testSrtdMicroVMNames)
+}
+
+// startSrtdVMAs is startSrtdVM as u: for the unprivileged user, with a
+// cache directory of its own that links the kernels of root's (the guest
+// kernel is prepared once, as root, by scripts/setup.sh) and holds the
+// initramfs that user's srtd builds.
+func startSrtdVMAs(t *testing.T, u *account, args ...string) *srtd {
+	t.Helper()
+	if u.direct {
+		return startSrtdVM(t, nil, args...)
 	}
-	ws, victim := t.TempDir(), t.TempDir()
+	cache := filepath.Join(u.workDir(t), "cache")
+	u.mkdir(t, cache)
+	for _, pat := range []string{"debian-*", "mini-current"} {
+		m, _ := filepath.Glob(filepath.Join(microvm.DefaultCacheDir(), pat))
+		for _, k := range m {
+			if err := os.Symlink(k, filepath.Join(cache, filepath.Base(k))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	prefix := []string{"setpriv", "--reuid", fmt.Sprint(u.uid), "--regid", fmt.Sprint(u.gid), "--init-groups", "--"}
+	env := []string{"PATH=" + cleanPATH, "HOME=" + u.home, "USER=" + u.name, "SHELL=/bin/bash", "SRT_MICROVM_CACHE=" + cache}
+	return launchSrtd(t, buildSrtdStatic(t), u.workDir(t), prefix, env, 120*time.Second, args...)
+}
+
+func testSrtdMicroVMNames(t *testing.T, u *account) {
+	ctx := context.Background()
+	d := startSrtdVMAs(t, u) // the standard launch policy
+	if p := awaitMicroVMProbe(t, d); !p.MicroVMAvailable {
+		t.Fatalf("probe %+v; want microvmAvailable\n%s", p, d.stderr())
+	}
+	ws, victim := u.workDir(t), u.workDir(t)
 	git := func(args ...string) error {
-		c := exec.Command("git", append([]string{"-C", ws, "-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid"}, args...)...)
-		c.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1")
+		c := u.command(ctx, ws, []string{"GIT_CONFIG_NOSYSTEM=1"}, append([]string{"git", "-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid"}, args...)...)
 		if out, err := c.CombinedOutput(); err != nil {
 			return fmt.Errorf("git %v: %w\n%s", args, err, out)
 		}
@@ -263,6 +292,10 @@ func TestSrtdMicroVMNames(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(ws, p)); err != nil {
 			t.Errorf("an allowed write did not reach the host: %v", err)
 		}
+	}
+	// The guest's files are the host user's: QEMU ran as u.
+	if fi, err := os.Stat(filepath.Join(ws, "ok.txt")); err == nil && int(fi.Sys().(*syscall.Stat_t).Uid) != u.uid {
+		t.Errorf("ok.txt is owned by uid %d; want %d (srtd ran as %s)", fi.Sys().(*syscall.Stat_t).Uid, u.uid, u.name)
 	}
 	if err := git("commit", "-q", "--allow-empty", "-m", "after the sessions"); err != nil {
 		t.Errorf("the host's commit after the sessions: %v", err)
