@@ -87,9 +87,10 @@ func TestWeakerSandboxReviewFixes(t *testing.T) {
 }
 
 // TestMicroVMCLI: srt --backend microvm runs the command on its own kernel
-// with the working directory read-only, refuses a denyRead it cannot hide,
-// and passes the exit status through. Root only: the guest kernel cache
-// is root's.
+// with the working directory writable under the creation-time name rules
+// (the default; issue 20) and read-only without them, refuses a denyRead
+// it cannot hide, and passes the exit status through. Root only: the
+// guest kernel cache is root's.
 func TestMicroVMCLI(t *testing.T) {
 	requireSandbox(t)
 	if os.Geteuid() != 0 {
@@ -105,10 +106,18 @@ func TestMicroVMCLI(t *testing.T) {
 	dir := u.workDir(t)
 	u.write(t, filepath.Join(dir, ".env"), "SECRET")
 	before := snapshot(t, dir)
+	const script = `cat .env; echo x >> .bashrc 2>/dev/null && echo BASHRC-WRITTEN; echo new > f 2>/dev/null && echo WROTE; uname -r; exit 7`
 	out, errOut, code := srtRun{u: u, dir: dir, settings: writeSettings, pre: []string{"--backend", "microvm"}, timeout: 180e9,
-		args: []string{"sh", "-c", `cat .env; echo x >> .bashrc 2>/dev/null && echo BASHRC-WRITTEN; echo new > f 2>/dev/null && echo WROTE; uname -r; exit 7`}}.run(t)
-	if code != 7 || !strings.Contains(out, "SECRET") || strings.Contains(out, "WRITTEN") || strings.Contains(out, "WROTE") {
+		args: []string{"sh", "-c", script}}.run(t)
+	if code != 7 || !strings.Contains(out, "SECRET") || strings.Contains(out, "WRITTEN") || !strings.Contains(out, "WROTE") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	assertUnchanged(t, dir, before, filepath.Join(dir, settingsName), filepath.Join(dir, "f"))
+	os.Remove(filepath.Join(dir, "f"))
+	out, errOut, code = srtRun{u: u, dir: dir, settings: placeholderSettings, pre: []string{"--backend", "microvm"}, timeout: 180e9,
+		args: []string{"sh", "-c", script}}.run(t)
+	if code != 7 || !strings.Contains(out, "SECRET") || strings.Contains(out, "WRITTEN") || strings.Contains(out, "WROTE") {
+		t.Fatalf("without the creation-time rules: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	assertUnchanged(t, dir, before, filepath.Join(dir, settingsName))
 	_, errOut, code = srtRun{u: u, dir: dir, settings: `{"filesystem":{"denyRead":["./.env"]}}`, pre: []string{"--backend", "microvm"}, args: []string{"cat", ".env"}}.run(t)

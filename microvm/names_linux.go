@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/srt-go/srt/policy"
+	"github.com/srt-go/srt/sandbox/linux/fsplan"
 )
 
 // namesProtected returns the guest paths that must stay read-only in
@@ -60,3 +61,25 @@ func guestPathOf(shares []Share, h string) (string, bool) {
 // shareHost is the resolved host directory of share s: the spelling the
 // policy's rules are written in (policy.Resolve), for wire.Share.Host.
 func shareHost(s Share) string { return policy.Resolve(s.HostPath) }
+
+// namesPinned returns the guest paths of the directories a native sandbox
+// of cfg.Names pins (fsplan.PinnedParents: those between a write root and
+// a deny inside it) that lie in a writable share, parents first. Each is
+// bound on itself in QEMU's view (host side: QEMU's rename or rmdir of it
+// fails with EBUSY whatever the guest asks) and in the guest (the
+// supervisor refuses to rename a mount point, as native). Without them a
+// workload could move a directory holding a protected file away: the
+// any-depth patterns still protect the file at its new place, but its
+// path would be free for the next run.
+func namesPinned(cfg Config) []string {
+	if cfg.Names == nil || cfg.Names.FilesystemDisabled {
+		return nil
+	}
+	var out []string
+	for _, h := range fsplan.PinnedParents(cfg.Names) {
+		if g, ok := guestPathOf(cfg.Shares, h); ok && !slices.Contains(out, g) {
+			out = append(out, g)
+		}
+	}
+	return out
+}

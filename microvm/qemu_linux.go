@@ -205,6 +205,9 @@ func confine(bwrap string, v *VM, run string, argv []string) []string {
 			b = append(b, "--bind", s.HostPath, s.HostPath)
 		}
 	}
+	for _, p := range v.pinnedHost {
+		b = append(b, "--bind", p, p) // a mount point: QEMU cannot rename or remove it (names_linux.go)
+	}
 	for _, p := range v.protectedHost {
 		b = append(b, "--ro-bind", p, p)
 	}

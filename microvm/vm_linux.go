@@ -34,6 +34,8 @@ type VM struct {
 	accel         accelVerdict
 	bwrap         string   // "" when QEMU runs unconfined
 	protectedHost []string // host spellings of Config.ProtectedPaths inside shares
+	pinned        []string // guest paths bound on themselves under Config.Names (namesPinned)
+	pinnedHost    []string // their host spellings that exist as directories
 	events        *eventQueue
 	proxy         *proxy.Server
 	httpLn        *streamListener
@@ -136,7 +138,7 @@ func Launch(ctx context.Context, cfg Config) (*VM, error) {
 	// The policy's write-denies inside writable shares, read-only on the
 	// host side too (names_linux.go).
 	cfg.ProtectedPaths = append(slices.Clone(cfg.ProtectedPaths), namesProtected(cfg)...)
-	v := &VM{cfg: cfg, log: cfg.Logger, state: StateCreated, console: &ring{max: 8 << 10}}
+	v := &VM{cfg: cfg, log: cfg.Logger, state: StateCreated, console: &ring{max: 8 << 10}, pinned: namesPinned(cfg)}
 	if v.log == nil {
 		v.log = slog.New(slog.DiscardHandler)
 	}
@@ -189,6 +191,13 @@ func (v *VM) boot(ctx context.Context) error {
 		if hp, ok := v.hostPathOf(p); ok {
 			if _, err := os.Lstat(hp); err == nil {
 				v.protectedHost = append(v.protectedHost, hp)
+			}
+		}
+	}
+	for _, p := range v.pinned {
+		if hp, ok := v.hostPathOf(p); ok {
+			if st, err := os.Lstat(hp); err == nil && st.IsDir() {
+				v.pinnedHost = append(v.pinnedHost, hp)
 			}
 		}
 	}
@@ -287,7 +296,7 @@ func (v *VM) configureGuest(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, func() { st.Close() })
 	defer stop()
 	gc := wire.GuestConfig{Hostname: v.cfg.Hostname, HTTPPort: HTTPProxyPort, SOCKSPort: SOCKSProxyPort,
-		UnixTime: time.Now().UnixNano(), Protected: v.cfg.ProtectedPaths, Rules: wire.RulesOf(v.cfg.Names)}
+		UnixTime: time.Now().UnixNano(), Protected: v.cfg.ProtectedPaths, Rules: wire.RulesOf(v.cfg.Names), Pinned: v.pinned}
 	for i, s := range v.cfg.Shares {
 		gc.Shares = append(gc.Shares, wire.Share{Tag: fmt.Sprintf("s%d", i), Path: s.GuestPath, ReadOnly: s.ReadOnly, Host: shareHost(s)})
 	}

@@ -320,6 +320,16 @@ func (a *agent) mountAllLocked() (unprotected []string, err error) {
 		}
 		a.mounted = append(a.mounted, s.Path)
 	}
+	for _, p := range a.cfg.Pinned {
+		// A mount point of its own: not renamed, not removed (EBUSY).
+		if st, err := os.Lstat(p); err != nil || !st.IsDir() {
+			continue
+		}
+		if err := unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return nil, fmt.Errorf("pin %s: %w", p, err)
+		}
+		a.mounted = append(a.mounted, p)
+	}
 	for _, p := range a.cfg.Protected {
 		if _, err := os.Lstat(p); err != nil {
 			unprotected = append(unprotected, p)

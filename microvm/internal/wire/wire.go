@@ -68,6 +68,10 @@ type GuestConfig struct {
 	// same supervisor as the native backend; a process whose rules cannot
 	// be set up does not start.
 	Rules *Rules `json:"rules,omitempty"`
+	// Pinned are guest directories bound on themselves before the
+	// protected paths, parents first, so that they cannot be renamed or
+	// removed (microvm.Config.Names; fsplan.PinnedParents).
+	Pinned []string `json:"pinned,omitempty"`
 }
 
 // Hello is the guest's answer to GuestConfig.

@@ -214,3 +214,21 @@ func depth(path string) int {
 	}
 	return strings.Count(path, "/")
 }
+
+// PinnedParents returns the existing host directories that a sandbox of
+// p with the creation-time rules makes mount points of their own
+// (pinParents: every directory strictly between a write root and a deny
+// inside it), parents first, for a backend that places its own mounts:
+// the microvm guest binds each on itself, in the guest and in QEMU's
+// view, so that it cannot be renamed or removed during the run. One home
+// for the rule: it is decide's.
+func PinnedParents(p *policy.Policy) []string {
+	nodes, _ := decide(p, true)
+	var out []string
+	for _, n := range nodes {
+		if n.pin && n.kind == policy.Dir {
+			out = append(out, n.path)
+		}
+	}
+	return out
+}

@@ -1,6 +1,13 @@
 package fsplan
 
-import "testing"
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/srt-go/srt/policy"
+)
 
 // TestMappingGuestRoot: in a guest root (the microvm guest) only the
 // mounts reach host files; every other path, the mount points' parents
@@ -41,5 +48,27 @@ func TestMappingGuestRoot(t *testing.T) {
 	}
 	if HostView().Private("/tmp/x") {
 		t.Error("the host view has no private tree")
+	}
+}
+
+// TestPinnedParents: the directories between a write root and an existing
+// or missing deny are pinned, parents first; the write root is not.
+func TestPinnedParents(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"e/a/b", "m"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(root, "e/a/b/.bashrc"), nil, 0o644)
+	p := &policy.Policy{
+		AllowWrite: []policy.Path{{Resolved: root, Kind: policy.Dir}},
+		DenyWrite: []policy.Path{{Resolved: filepath.Join(root, "e/a/b/.bashrc"), Kind: policy.File},
+			{Resolved: filepath.Join(root, "m/x/.env"), Kind: policy.Missing}},
+	}
+	got := PinnedParents(p)
+	want := []string{filepath.Join(root, "e"), filepath.Join(root, "m"), filepath.Join(root, "e/a"), filepath.Join(root, "e/a/b")}
+	if !slices.Equal(got, want) {
+		t.Errorf("PinnedParents = %v, want %v", got, want)
 	}
 }
