@@ -122,7 +122,8 @@ func (s *termSession) wait(re *regexp.Regexp) []string {
 // a fresh VM, over the same WebSocket protocol: typing, output, resize,
 // exit code; the VM (its QEMU) is gone once the shell exits or the client
 // disconnects. $HOME is not shared (the guest cannot hide ~/.ssh inside a
-// share), and a workdir holding a secret directory is refused. The
+// share), and a workdir holding a secret directory or srtd's token file
+// is refused. The
 // workdir is shared writable under the creation-time rules in the guest
 // (issue 20): the review's attack from a VM shell (a new nested
 // repository's pre-commit hook, sub/.bashrc, .vscode/tasks.json, the
@@ -142,6 +143,16 @@ func TestSrtdMicroVMTerminal(t *testing.T) {
 		_, err := d.c.OpenTerminal(ctx, client.TerminalRequest{Backend: port.BackendMicroVM, Cwd: os.Getenv("HOME")})
 		if err == nil || !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), ".ssh") {
 			t.Fatalf("a microvm terminal in $HOME: %v; want a 400 naming .ssh", err)
+		}
+	})
+
+	t.Run("token-dir-refused", func(t *testing.T) {
+		term, err := d.c.OpenTerminal(ctx, client.TerminalRequest{Backend: port.BackendMicroVM, Cwd: filepath.Dir(d.tokenF)})
+		if err == nil {
+			term.Close()
+		}
+		if err == nil || !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), "token") {
+			t.Fatalf("a microvm terminal in the token file's directory: %v; want a 400 naming the token", err)
 		}
 	})
 

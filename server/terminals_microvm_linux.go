@@ -27,7 +27,8 @@ import (
 // and refuses reads of the secret directories (TerminalDenyRead). The
 // guest cannot hide a path inside a share yet, so $HOME is not shared:
 // only the session workdir is, at the same path; a workdir that holds a
-// secret directory (such as $HOME itself) or lies inside one is refused.
+// secret directory (such as $HOME itself) or lies inside one is refused,
+// and so is one that holds srtd's token file.
 //
 // The workdir is shared writable under the creation-time name rules,
 // enforced in the guest (issue 20): the port passes the terminal's view
@@ -70,6 +71,12 @@ func (s *Server) startMicroVMTerminal(id, cwd string, env []string, cols, rows i
 		NetworkEnabled: true,
 		GuestWorkdir:   cwd,
 		Mode:           port.ModeChat,
+	}
+	// The native terminal hides srtd's token file (HiddenFiles); the
+	// guest cannot hide a file inside a share, so a workdir that holds it
+	// is refused, as a session's bind is (exposesToken).
+	if _, ok := exposesToken(s.cfg.TokenFile, spec); !ok {
+		return nil, nil, &cwdError{fmt.Sprintf("cwd %s: the microvm terminal shares the workdir into the VM, and it holds srtd's token file (%s), which the guest cannot hide; use a workdir that does not contain it", cwd, s.cfg.TokenFile)}
 	}
 	// A microvm terminal's network is its allow-list (terminalNetwork:
 	// baseline only): the port's lists unless the operator configured
