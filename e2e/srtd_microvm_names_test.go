@@ -242,6 +242,9 @@ func testSrtdMicroVMNames(t *testing.T, u *account) {
 			t.Fatalf("launch microvm, writable bind, standard launch policy: %v; want it launched\n%s", err, d.stderr())
 		}
 		defer d.c.Destroy(ctx, "n1")
+		if h.Details["names"] != true {
+			t.Errorf("details do not say the guest runs the name rules: %v", h.Details)
+		}
 		if _, ok := h.Details["unpinnedMandatoryDenies"]; ok {
 			t.Errorf("details still list unpinned names: %v", h.Details)
 		}
