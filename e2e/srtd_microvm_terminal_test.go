@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -119,11 +120,16 @@ func (s *termSession) wait(re *regexp.Regexp) []string {
 
 // TestSrtdMicroVMTerminal: a terminal with backend microvm is a shell in
 // a fresh VM, over the same WebSocket protocol: typing, output, resize,
-// exit code; the workdir is shared writable, its missing protected names
-// are pinned (writing one fails) by placeholders that are gone, with the
-// QEMU, once the shell exits or the client disconnects. $HOME is not
-// shared (the guest cannot hide ~/.ssh inside a share), and a workdir
-// holding a secret directory is refused.
+// exit code; the VM (its QEMU) is gone once the shell exits or the client
+// disconnects. $HOME is not shared (the guest cannot hide ~/.ssh inside a
+// share), and a workdir holding a secret directory or srtd's token file
+// is refused. The
+// workdir is shared writable under the creation-time rules in the guest
+// (issue 20): the review's attack from a VM shell (a new nested
+// repository's pre-commit hook, sub/.bashrc, .vscode/tasks.json, the
+// host repository's hook) is refused while an ordinary file is made, no
+// placeholder appears on the host, the host tree holds no protected name
+// afterwards, and the host's next git commit runs no hook.
 func TestSrtdMicroVMTerminal(t *testing.T) {
 	requireQEMUStrict(t)
 	d := startSrtdVM(t, nil)
@@ -137,6 +143,16 @@ func TestSrtdMicroVMTerminal(t *testing.T) {
 		_, err := d.c.OpenTerminal(ctx, client.TerminalRequest{Backend: port.BackendMicroVM, Cwd: os.Getenv("HOME")})
 		if err == nil || !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), ".ssh") {
 			t.Fatalf("a microvm terminal in $HOME: %v; want a 400 naming .ssh", err)
+		}
+	})
+
+	t.Run("token-dir-refused", func(t *testing.T) {
+		term, err := d.c.OpenTerminal(ctx, client.TerminalRequest{Backend: port.BackendMicroVM, Cwd: filepath.Dir(d.tokenF)})
+		if err == nil {
+			term.Close()
+		}
+		if err == nil || !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), "token") {
+			t.Fatalf("a microvm terminal in the token file's directory: %v; want a 400 naming the token", err)
 		}
 	})
 
@@ -183,16 +199,31 @@ func TestSrtdMicroVMTerminal(t *testing.T) {
 		}
 	}
 
-	t.Run("type-resize-protected-exit", func(t *testing.T) {
+	t.Run("type-resize-attack-exit", func(t *testing.T) {
 		wd := t.TempDir()
 		os.WriteFile(filepath.Join(wd, "hello.txt"), []byte("from-host\n"), 0o644)
+		git := func(args ...string) error {
+			c := exec.Command("git", append([]string{"-C", wd, "-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid"}, args...)...)
+			c.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1")
+			out, err := c.CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("git %v: %w\n%s", args, err, out)
+			}
+			return nil
+		}
+		if err := git("init", "-q"); err != nil {
+			t.Fatal(err)
+		}
 		before := listTree(wd)
 		term, s, qemu := open(t, wd)
 		defer term.Close()
-		// While the VM runs, the missing protected .bashrc is pinned on
-		// the host by a placeholder.
-		if _, err := os.Lstat(filepath.Join(wd, ".bashrc")); err != nil {
-			t.Errorf("no placeholder for .bashrc while the terminal runs: %v (%v)", err, listTree(wd))
+		if ws, _ := termDetails(t, d, term.Info.ID)["workdirShare"].(string); !strings.HasPrefix(ws, "writable, under the creation-time name rules") {
+			t.Errorf("details.workdirShare %q; want writable under the creation-time rules", ws)
+		}
+		// No placeholder on the host: nothing of the host tree changes
+		// while the VM runs.
+		if now := listTree(wd); !slices.Equal(now, before) {
+			t.Errorf("workdir while the terminal runs %v; want %v", now, before)
 		}
 		term.Write([]byte("uname -r; echo $((6*7))\n"))
 		// The shell is the host's /bin/sh: its prompt may land before the
@@ -205,19 +236,55 @@ func TestSrtdMicroVMTerminal(t *testing.T) {
 		time.Sleep(300 * time.Millisecond)
 		term.Write([]byte("stty size\n"))
 		s.wait(regexp.MustCompile(`[\r\n]30 100\r?\n`))
-		term.Write([]byte("echo pwned >> .bashrc && echo W''ROTE || echo REF''USED; echo new > made.txt && echo M''ADE\n"))
-		s.wait(regexp.MustCompile(`REFUSED[\s\S]*MADE`))
-		if b, _ := os.ReadFile(filepath.Join(wd, "made.txt")); string(b) != "new\n" {
-			t.Errorf("the workdir is not writable from the guest: made.txt = %q", b)
+		// The review's attack, one line per attempt. The typed line's
+		// echo spells AT""TEMPT, so only the output matches.
+		const hook = `printf "#!/bin/sh\nexit 1\n" >`
+		attempts := [][3]string{
+			{"nested-repo-hook", `mkdir -p sub/.git/hooks && ` + hook + ` sub/.git/hooks/pre-commit && chmod +x sub/.git/hooks/pre-commit`, "REFUSED"},
+			{"nested-bashrc", `mkdir -p sub && echo pwned >> sub/.bashrc`, "REFUSED"},
+			{"vscode-tasks", `mkdir -p .vscode && echo "{}" > .vscode/tasks.json`, "REFUSED"},
+			{"repo-hook", hook + ` .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit`, "REFUSED"},
+			{"bashrc", `echo pwned >> .bashrc`, "REFUSED"},
+			{"deep-bashrc", `mkdir -p a/b/c/d/e && echo pwned > a/b/c/d/e/.bashrc`, "REFUSED"},
+			{"plain-file", `echo new > made.txt`, "WROTE"},
+		}
+		script := `a() { if sh -c "$2" 2>/dev/null; then echo "AT""TEMPT $1 WROTE"; else echo "AT""TEMPT $1 REFUSED"; fi; }` + "\n"
+		for _, a := range attempts {
+			script += "a " + a[0] + " '" + a[1] + "'\n"
+		}
+		script += `echo "DO""NE"` + "\n"
+		term.Write([]byte(script))
+		s.wait(regexp.MustCompile(`[\r\n]DONE\r?\n`))
+		s.mu.Lock()
+		got := map[string]string{}
+		for _, m := range regexp.MustCompile(`ATTEMPT (\S+) (WROTE|REFUSED)`).FindAllStringSubmatch(s.out.String(), -1) {
+			got[m[1]] = m[2]
+		}
+		s.mu.Unlock()
+		for _, a := range attempts {
+			if got[a[0]] != a[2] {
+				t.Errorf("attempt %s: %q; want %s", a[0], got[a[0]], a[2])
+			}
 		}
 		term.Write([]byte("exit 7\n"))
 		if code, err := term.Wait(); err != nil || code != 7 {
 			t.Errorf("exit %d %v; want 7", code, err)
 		}
+		if got := deniedOnHostVM(wd); len(got) > 0 {
+			t.Errorf("ESCAPE: protected names on the host after the terminal: %v", got)
+		}
+		if b, _ := os.ReadFile(filepath.Join(wd, "made.txt")); string(b) != "new\n" {
+			t.Errorf("the workdir is not writable from the guest: made.txt = %q", b)
+		}
+		// What the shell was allowed to make; the rest of the tree is as
+		// before.
 		os.Remove(filepath.Join(wd, "made.txt"))
+		os.RemoveAll(filepath.Join(wd, "sub"))
+		os.RemoveAll(filepath.Join(wd, "a"))
 		gone(t, qemu, wd, before)
-		if b, err := os.ReadFile(filepath.Join(wd, ".bashrc")); err == nil {
-			t.Errorf(".bashrc exists after the terminal: %q", b)
+		// The host's next commit runs no hook the VM planted.
+		if err := git("commit", "-q", "--allow-empty", "-m", "after the terminal"); err != nil {
+			t.Errorf("the host's commit after the terminal: %v", err)
 		}
 	})
 

@@ -113,8 +113,8 @@ func TestSrtdMicroVM(t *testing.T) {
 			{HostPath: ro, GuestPath: "/ro", ReadOnly: true},
 			{HostPath: prot, GuestPath: "/prot"},
 		},
-		// not-yet.txt does not exist: the guest pins a placeholder, as
-		// the native backend's plan does (it used to refuse the launch).
+		// not-yet.txt does not exist: the guest's supervisor refuses
+		// creating it, as the native backend's creation-time rules do.
 		ProtectedPaths: []string{prot, filepath.Join(rw, "protected.txt"), filepath.Join(rw, "not-yet.txt")},
 		GuestWorkdir:   "/ws", NetworkEnabled: true, EgressAllowlist: []string{"127.0.0.1"},
 	}, port.BackendMicroVM)
@@ -282,22 +282,6 @@ func TestSrtdMicroVM(t *testing.T) {
 			t.Error("a destroyed session is still listed")
 		}
 	})
-}
-
-// TestSrtdMicroVMFailsClosed: the standard launch policy (file-name glob
-// write-denies) makes a microvm launch with a writable bind fail closed,
-// as native; a read-only mode launches.
-func TestSrtdMicroVMFailsClosed(t *testing.T) {
-	requireSandbox(t)
-	requireQEMU(t)
-	ctx := context.Background()
-	d := startSrtdVM(t, nil)
-	bind := t.TempDir()
-	_, err := d.c.Launch(ctx, port.Spec{SessionID: "g", WorkspaceID: "w", Mode: port.ModeChat,
-		BindMounts: []port.BindMount{{HostPath: bind, GuestPath: "/ws"}}}, port.BackendMicroVM)
-	if ce, ok := err.(*client.Error); !ok || ce.Status != 422 {
-		t.Errorf("standard launch policy, writable bind, microvm: %v; want 422", err)
-	}
 }
 
 // TestSrtdMicroVMIncapableHost: on a host that cannot start a VM (QEMU

@@ -19,7 +19,6 @@ import (
 	"github.com/srt-go/srt/microvm"
 	"github.com/srt-go/srt/netrule"
 	"github.com/srt-go/srt/policy"
-	"github.com/srt-go/srt/sandbox/linux"
 	"github.com/srt-go/srt/sandbox/linux/fsplan"
 	"github.com/srt-go/srt/violation"
 	"golang.org/x/sys/unix"
@@ -27,11 +26,12 @@ import (
 
 // microvmEnforcesNameGlobs says whether the microvm backend can refuse a
 // file-name glob write-deny (.env, *.key, *.pem) when the file is
-// created. It cannot: the guest sees writable shares over virtio-9p and
-// protects only paths that exist at launch. As for native
-// (nativeEnforcesNameGlobs), a launch with a writable path then fails
-// closed while the launch policy holds such denies.
-const microvmEnforcesNameGlobs = false
+// created. It can (issue 20): every process in the guest runs under the
+// session's policy at creation time (microvm.Config.Names: the native
+// backend's sandbox/linux/supervisor, inside the guest), and a process
+// whose rules cannot be set up there does not start. So writable binds
+// launch under the standard launch policy, as on native.
+const microvmEnforcesNameGlobs = true
 
 // NewMicroVMLauncher returns the microvm backend's MicroVMLauncher (issue
 // 7): each session is one QEMU VM (package microvm) behind the same port
@@ -152,9 +152,10 @@ func (l *microVMLauncher) Launch(ctx context.Context, spec Spec, egress EgressLi
 // launchRunner boots s's VM (seed 000, "VM cloisonnée"): the binds are
 // shared at their guestPaths with the same rules as native (sessionView:
 // read-only modes, readOnly, runnerStateDirs writable, protectedPaths and
-// the mandatory denies never writable, the name-glob rule), and the
-// guest's only way out is its relay to this session's own proxies,
-// filtering with egress.
+// the mandatory denies never writable, the name-glob rule), enforced in
+// the guest at creation time (microvm.Config.Names), and the guest's only
+// way out is its relay to this session's own proxies, filtering with
+// egress. The guest's refusals are the session's violations.
 func (l *microVMLauncher) launchRunner(ctx context.Context, rt *Runtime, s *session, egress EgressLists) (runner, error) {
 	r, err := l.boot(ctx, rt, s.spec, egress, true, rt.log.With("session", s.spec.SessionID), func(v violation.Violation) {
 		s.ReportViolation(v)
@@ -178,55 +179,33 @@ func (l *microVMLauncher) launchRunner(ctx context.Context, rt *Runtime, s *sess
 	return r, nil
 }
 
-// boot boots a VM for spec: its shares, protected paths and placeholders
-// (microvmShares), its egress policy, its violations to onViolation.
-// launchPolicy applies the launch policy's name-glob write-denies (an
-// agent launch); srtd's terminals have a profile of their own without
-// them (seed 000, "Terminal hébergé par le serveur").
+// boot boots a VM for spec: its shares and protected paths
+// (microvmShares), the creation-time rules of its view in the guest
+// (microvm.Config.Names), its egress policy, its violations to
+// onViolation. launchPolicy applies the launch policy (sessionView, with
+// its name-glob write-denies: an agent launch); srtd's terminals have a
+// profile of their own without them (seed 000, "Terminal hébergé par le
+// serveur"; compileView).
+//
+// There are no host placeholders: a protected name missing at launch (a
+// .bashrc, a new nested repository's .git/hooks, at any depth) is refused
+// by the guest's supervisor when it is created, as on native with the
+// creation-time rules (fsplan.Options.CreationRules).
 func (l *microVMLauncher) boot(ctx context.Context, rt *Runtime, spec Spec, egress EgressLists, launchPolicy bool, log *slog.Logger, onViolation func(violation.Violation)) (*vmRunner, error) {
-	enforces := microvmEnforcesNameGlobs || !launchPolicy
-	p, err := sessionView(rt, spec, netrule.Rules{}, nil, enforces, microvmNoNameGlobs)
+	var p *policy.Policy
+	var err error
+	if launchPolicy {
+		p, err = sessionView(rt, spec, netrule.Rules{}, nil, microvmEnforcesNameGlobs, microvmNoNameGlobs)
+	} else if err = checkLaunchPolicy(rt, spec, true, ""); err == nil {
+		p, err = compileView(rt, spec, netrule.Rules{}, nil)
+	}
 	if err != nil {
 		return nil, err
 	}
-	shares, protected, unprot, unprotHost, err := microvmShares(spec, p)
+	shares, protected, err := microvmShares(spec, p)
 	if err != nil {
 		return nil, err
 	}
-	// The guest can make read-only only what exists at launch: a missing
-	// .bashrc or .git/hooks in a writable share gets a placeholder on the
-	// host first, held by the native backend's guardian (removed when the
-	// session ends, even if srtd is killed), and is then pinned like any
-	// protected path.
-	// A placeholder can reveal more to protect (a new .git directory has
-	// its own hooks and redirect files), hence the rounds.
-	var ph placeholderSet
-	for round := 0; len(unprotHost) > 0; round++ {
-		if round == 3 {
-			err = fmt.Errorf("microvm: the protected paths %s do not exist in a writable share and could not be pinned: %w", strings.Join(unprot, ", "), ErrUnenforceable)
-		}
-		var more *linux.Placeholders
-		if err == nil {
-			more, err = linux.NewPlaceholders(unprotHost)
-		}
-		if err == nil {
-			ph = append(ph, more)
-			p, err = sessionView(rt, spec, netrule.Rules{}, nil, enforces, microvmNoNameGlobs)
-		}
-		if err == nil {
-			shares, protected, unprot, unprotHost, err = microvmShares(spec, p)
-		}
-		if err != nil {
-			ph.Release()
-			return nil, err
-		}
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			ph.Release()
-		}
-	}()
 	rules := EgressRules(Baseline{}, spec.NetworkEnabled, nil) // the deny reason
 	rules.Allowed = append([]string{}, egress.Allowed...)
 	rules.Denied = slices.Clone(egress.Denied)
@@ -245,6 +224,7 @@ func (l *microVMLauncher) boot(ctx context.Context, rt *Runtime, spec Spec, egre
 	if cfg.DenyRead, err = microvm.DenyReadOf(p); err != nil {
 		return nil, err
 	}
+	cfg.Names = p
 	// srtd's own HTTP_PROXY / HTTPS_PROXY / NO_PROXY, as for the native
 	// backend's sessions (policy.Network.Parent).
 	nw, err := policy.NetworkOf(nil)
@@ -271,9 +251,7 @@ func (l *microVMLauncher) boot(ctx context.Context, rt *Runtime, spec Spec, egre
 		}
 		return nil, fmt.Errorf("microvm: %w", err)
 	}
-	r := &vmRunner{vm: vm, spec: spec, shares: shares, unpinned: unprot, launched: time.Since(start), placeholders: ph}
-	ok = true
-	return r, nil
+	return &vmRunner{vm: vm, spec: spec, shares: shares, launched: time.Since(start)}, nil
 }
 
 // MicroVM is a VM booted by Runtime.LaunchMicroVM for a caller that runs
@@ -287,12 +265,11 @@ type MicroVM struct {
 // VM is the VM; run processes in it with VM().Exec.
 func (m *MicroVM) VM() *microvm.VM { return m.r.vm }
 
-// Details are what a session's handle would show: shares, pinned and
-// unpinned protected names, accelerator, proxies.
+// Details are what a session's handle would show: shares, protected
+// names, accelerator, proxies.
 func (m *MicroVM) Details() map[string]any { return m.r.details() }
 
-// Close destroys the VM (QEMU, its proxies, its run directory) and
-// releases the placeholders that pinned missing protected names. It is
+// Close destroys the VM (QEMU, its proxies, its run directory). It is
 // idempotent.
 func (m *MicroVM) Close() error {
 	m.once.Do(func() { m.err = m.r.destroy(context.Background()) })
@@ -300,14 +277,15 @@ func (m *MicroVM) Close() error {
 }
 
 // LaunchMicroVM boots one VM for spec outside any session, with the same
-// shares, protected paths, placeholders and egress as a microvm session
-// (microvmShares), for srtd's terminals: spec is validated, an explicit
-// microvm on a host that cannot start a VM fails with
+// shares, protected paths, creation-time rules in the guest and egress as
+// a microvm session (boot), for srtd's terminals: spec is validated, an
+// explicit microvm on a host that cannot start a VM fails with
 // ErrBackendUnavailable, egress nil means the port's lists for spec
 // (baseline, GitHub, spec.EgressAllowlist; the fixed deny list). The
 // launch policy's name-glob write-denies are not applied: a terminal has
-// its own profile (seed 000). ctx bounds the wait for the microvm
-// probe's verdict (see Choose) and the boot; the VM lives until Close.
+// its own profile (seed 000). The guest's refusals (filesystem and
+// network) are logged. ctx bounds the wait for the microvm probe's
+// verdict (see Choose) and the boot; the VM lives until Close.
 func (rt *Runtime) LaunchMicroVM(ctx context.Context, spec Spec, egress *EgressLists) (*MicroVM, error) {
 	if err := Validate(spec); err != nil {
 		return nil, err
@@ -332,7 +310,7 @@ func (rt *Runtime) LaunchMicroVM(ctx context.Context, spec Spec, egress *EgressL
 	}
 	log := rt.log.With("vm", spec.SessionID)
 	r, err := l.boot(ctx, rt, spec, eg, false, log, func(v violation.Violation) {
-		log.Info("egress refused", "target", v.Target, "reason", v.Reason)
+		log.Info("refused", "action", v.Action, "target", v.Target, "reason", v.Reason)
 	})
 	if err != nil {
 		return nil, err
@@ -347,20 +325,18 @@ func (rt *Runtime) LaunchMicroVM(ctx context.Context, spec Spec, egress *EgressL
 // microvmShares maps the session's view onto VM shares: each bind at its
 // guestPath (read-only unless writable in this mode), each
 // runnerStateDir writable wherever it appears (inside a read-only bind
-// too, as a writable share on top). What the guest pins read-only comes
-// from the same plan as the native backend's mounts (fsplan.Build over
-// the view, without creation-time rules, which the guest's virtio-9p
-// shares cannot run): every path the plan binds read-only inside a
-// writable share. A protected path that does not exist yet is one of the
-// plan's placeholders: returned in unprot (guest path and rule, for the
-// handle's details) and unprotHost (what to create on the host, after
-// which the caller plans again and the guest pins it).
-func microvmShares(spec Spec, p *policy.Policy) (shares []microvm.Share, protected, unprot []string, unprotHost []fsplan.Placeholder, err error) {
+// too, as a writable share on top). What the guest and QEMU's view pin
+// read-only comes from the same plan as the native backend's mounts
+// (fsplan.Build over the view, with the creation-time rules, which the
+// guest runs: microvm.Config.Names): every path the plan binds read-only
+// inside a writable share. A protected path missing at launch needs no
+// placeholder: the guest's supervisor refuses it when it is created.
+func microvmShares(spec Spec, p *policy.Policy) (shares []microvm.Share, protected []string, err error) {
 	ro := ReadOnlyMode(spec.Mode)
 	for i, b := range spec.BindMounts {
 		m := p.View.Mounts[i]
 		if fi, err := os.Stat(m.Host.Resolved); err != nil || !fi.IsDir() {
-			return nil, nil, nil, nil, &SpecError{fmt.Sprintf("bindMounts[%d].hostPath", i), b.HostPath + " is not a directory; the microvm backend shares directories only"}
+			return nil, nil, &SpecError{fmt.Sprintf("bindMounts[%d].hostPath", i), b.HostPath + " is not a directory; the microvm backend shares directories only"}
 		}
 		shares = append(shares, microvm.Share{HostPath: m.Host.Resolved, GuestPath: m.Guest, ReadOnly: ro || b.ReadOnly})
 	}
@@ -379,14 +355,13 @@ func microvmShares(spec Spec, p *policy.Policy) (shares []microvm.Share, protect
 		}
 	}
 	if len(shares) > 16 {
-		return nil, nil, nil, nil, &SpecError{"bindMounts", fmt.Sprintf("%d shares (binds and runnerStateDirs); the microvm backend takes at most 16", len(shares))}
+		return nil, nil, &SpecError{"bindMounts", fmt.Sprintf("%d shares (binds and runnerStateDirs); the microvm backend takes at most 16", len(shares))}
 	}
-	// The guest pins paths, not links: a protected link in a writable
-	// share could be replaced.
-	if err := p.LinkedDeniesError(); err != nil {
-		return nil, nil, nil, nil, err
-	}
-	plan := fsplan.Build(p, fsplan.Options{})
+	// A protected link in a writable share (p.LinkedDenies) is not
+	// refused here: replacing it is a creation the guest's supervisor
+	// refuses, as on native with the creation-time rules
+	// (sandbox/linux.Run).
+	plan := fsplan.Build(p, fsplan.Options{CreationRules: true})
 	for _, op := range plan.Ops {
 		// A bind's root the plan makes read-only (a protectedPaths entry
 		// that is a bind) is pinned like any other path.
@@ -397,15 +372,7 @@ func microvmShares(spec Spec, p *policy.Policy) (shares []microvm.Share, protect
 			protected = append(protected, op.Dst)
 		}
 	}
-	for _, ph := range plan.Placeholders {
-		for _, g := range p.View.Guests(ph.Path) {
-			if sh := deepestShare(shares, g); sh != nil && !sh.ReadOnly {
-				unprot = append(unprot, g+" ("+ph.Rule+")")
-			}
-		}
-		unprotHost = append(unprotHost, ph)
-	}
-	return shares, protected, unprot, unprotHost, nil
+	return shares, protected, nil
 }
 
 // deepestShare is the share the guest sees at guest path g (the deepest
@@ -422,16 +389,12 @@ func deepestShare(shares []microvm.Share, g string) *microvm.Share {
 
 // vmRunner runs a session's commands in its VM.
 type vmRunner struct {
-	vm       *microvm.VM
-	spec     Spec
-	shares   []microvm.Share
-	unpinned []string
-	launched time.Duration
-	// placeholders pin missing protected names of writable shares; nil
-	// when there are none.
-	placeholders placeholderSet
-	destroying   atomicBool
-	toDisk       atomicBool // the last suspend saved the VM to disk
+	vm         *microvm.VM
+	spec       Spec
+	shares     []microvm.Share
+	launched   time.Duration
+	destroying atomicBool
+	toDisk     atomicBool // the last suspend saved the VM to disk
 }
 
 // dupFile duplicates f: the session closes its ends once start returns,
@@ -517,7 +480,6 @@ func (r *vmRunner) thaw(ctx context.Context, _ []proc) error { return r.vm.Resum
 func (r *vmRunner) destroy(ctx context.Context) error {
 	r.destroying.Store(true)
 	err := r.vm.Close()
-	r.placeholders.Release()
 	return err
 }
 
@@ -538,9 +500,6 @@ func (r *vmRunner) details() map[string]any {
 		sh = append(sh, s.HostPath+" -> "+s.GuestPath+" ("+m+")")
 	}
 	d["shares"] = sh
-	if len(r.unpinned) > 0 {
-		d["unpinnedMandatoryDenies"] = r.unpinned
-	}
 	d["execGrantRoots"] = "ignored on Linux"
 	return d
 }
@@ -570,16 +529,4 @@ func (p *vmProc) wait() (int, int) {
 		return code, code - 128
 	}
 	return code, 0
-}
-
-// placeholderSet holds the placeholders of every round of a launch.
-type placeholderSet []*linux.Placeholders
-
-// Release releases them all, the last round first: a later round's
-// placeholders lie inside an earlier one's (.git/hooks inside a .git
-// placeholder), which can only be removed once empty.
-func (ps placeholderSet) Release() {
-	for i := len(ps) - 1; i >= 0; i-- {
-		ps[i].Release()
-	}
 }

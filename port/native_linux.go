@@ -120,18 +120,9 @@ func sessionView(rt *Runtime, spec Spec, egress netrule.Rules, creds *credential
 	if err := checkLaunchPolicy(rt, spec, enforcesNameGlobs, why); err != nil {
 		return nil, err
 	}
-	written, err := rt.written.list()
+	p, err := compileView(rt, spec, egress, creds)
 	if err != nil {
 		return nil, err
-	}
-	ro := ReadOnlyMode(spec.Mode)
-	binds := make([]policy.ViewBind, len(spec.BindMounts))
-	for i, b := range spec.BindMounts {
-		binds[i] = policy.ViewBind{Host: b.HostPath, Guest: b.GuestPath, Writable: !ro && !b.ReadOnly}
-	}
-	p, err := policy.CompileView(policy.ViewRules{Binds: binds, Protected: spec.ProtectedPaths, Writable: spec.RunnerStateDirs, Network: egress, Untrusted: written, Credentials: creds})
-	if err != nil {
-		return nil, fmt.Errorf("launch policy: %w", err)
 	}
 	if enforcesNameGlobs {
 		// Names, at any depth: rules of the creation-time checks only
@@ -144,6 +135,27 @@ func sessionView(rt *Runtime, spec Spec, egress netrule.Rules, creds *credential
 			}
 			p.DenyWriteGlobs = append(p.DenyWriteGlobs, policy.Glob{Pattern: pat, Resolved: pat, Rule: "launch policy: " + g})
 		}
+	}
+	return p, nil
+}
+
+// compileView is sessionView's policy without the launch policy's
+// name-glob write-denies and without checkLaunchPolicy (which the caller
+// runs): srtd's microvm terminals, whose profile has no such denies
+// (seed 000, "Terminal hébergé par le serveur"), use it directly.
+func compileView(rt *Runtime, spec Spec, egress netrule.Rules, creds *credential.Set) (*policy.Policy, error) {
+	written, err := rt.written.list()
+	if err != nil {
+		return nil, err
+	}
+	ro := ReadOnlyMode(spec.Mode)
+	binds := make([]policy.ViewBind, len(spec.BindMounts))
+	for i, b := range spec.BindMounts {
+		binds[i] = policy.ViewBind{Host: b.HostPath, Guest: b.GuestPath, Writable: !ro && !b.ReadOnly}
+	}
+	p, err := policy.CompileView(policy.ViewRules{Binds: binds, Protected: spec.ProtectedPaths, Writable: spec.RunnerStateDirs, Network: egress, Untrusted: written, Credentials: creds})
+	if err != nil {
+		return nil, fmt.Errorf("launch policy: %w", err)
 	}
 	p.Network.MaxConns = rt.opts.MaxConnsPerSession
 	return p, nil

@@ -18,17 +18,28 @@ import (
 
 // A microvm terminal (issue 7) is a shell on a PTY of a fresh VM, one VM
 // per terminal, booted by the port (port.Runtime.LaunchMicroVM) with the
-// same shares, protected paths, placeholders and egress lists as a
-// microvm session. The VM is destroyed, and its placeholders released,
-// when the shell exits, when the terminal is killed (DELETE, the client
-// disconnecting, the attach timeout) and when srtd closes.
+// same shares, protected paths, creation-time rules in the guest and
+// egress lists as a microvm session. The VM is destroyed when the shell
+// exits, when the terminal is killed (DELETE, the client disconnecting,
+// the attach timeout) and when srtd closes.
 //
 // The terminal profile (seed 000) makes $HOME and the workdir writable
 // and refuses reads of the secret directories (TerminalDenyRead). The
 // guest cannot hide a path inside a share yet, so $HOME is not shared:
-// only the session workdir is, writable, at the same path; a workdir that
-// holds a secret directory (such as $HOME itself) or lies inside one is
-// refused. The response's details say so.
+// only the session workdir is, at the same path; a workdir that holds a
+// secret directory (such as $HOME itself) or lies inside one is refused,
+// and so is one that holds srtd's token file.
+//
+// The workdir is shared writable under the creation-time name rules,
+// enforced in the guest (issue 20): the port passes the terminal's view
+// as microvm.Config.Names, so the guest runs every process, the shell
+// and all it starts, under the native backend's supervisor
+// (sandbox/linux/supervisor), and a VM shell cannot create a new nested
+// repository's .git/hooks/pre-commit, a .bashrc or .vscode/tasks.json at
+// any depth (a writable share without those rules let it, and the host's
+// next git commit ran the hook). A shell whose rules cannot be set up in
+// the guest does not start. The response's details say so
+// (workdirShare).
 
 // microVMPort is the port's VM launcher for terminals (port.Runtime).
 type microVMPort interface {
@@ -60,6 +71,12 @@ func (s *Server) startMicroVMTerminal(id, cwd string, env []string, cols, rows i
 		NetworkEnabled: true,
 		GuestWorkdir:   cwd,
 		Mode:           port.ModeChat,
+	}
+	// The native terminal hides srtd's token file (HiddenFiles); the
+	// guest cannot hide a file inside a share, so a workdir that holds it
+	// is refused, as a session's bind is (exposesToken).
+	if _, ok := exposesToken(s.cfg.TokenFile, spec); !ok {
+		return nil, nil, &cwdError{fmt.Sprintf("cwd %s: the microvm terminal shares the workdir into the VM, and it holds srtd's token file (%s), which the guest cannot hide; use a workdir that does not contain it", cwd, s.cfg.TokenFile)}
 	}
 	// A microvm terminal's network is its allow-list (terminalNetwork:
 	// baseline only): the port's lists unless the operator configured
@@ -113,6 +130,7 @@ func (s *Server) startMicroVMTerminal(id, cwd string, env []string, cols, rows i
 	details := m.Details()
 	details["home"] = "not shared: the microvm guest cannot hide " + strings.Join(TerminalDenyRead, ", ") +
 		" inside a share, so of the terminal profile's writable $HOME and workdir only the workdir is shared"
+	details["workdirShare"] = "writable, under the creation-time name rules in the guest (srt's supervisor: protected names such as .bashrc, .vscode and new repositories' hooks are refused at any depth)"
 	details["shell"] = "/bin/sh (the host's, from its system directories shown read-only)"
 	return p, details, nil
 }
@@ -161,7 +179,7 @@ type vmTermProc struct {
 func (p *vmTermProc) pid() int { return 0 } // a guest pid means nothing on the host
 
 // wait waits for the shell, then destroys the VM: the terminal ends with
-// its shell, and so do whatever it left running and the placeholders.
+// its shell, and so does whatever it left running.
 func (p *vmTermProc) wait() int {
 	code, err := p.p.Wait()
 	p.destroy()
