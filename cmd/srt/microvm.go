@@ -125,12 +125,3 @@ func microvmWriteRoots(pol *policy.Policy, cwdReadOnly bool) []microvm.Share {
 	}
 	return out
 }
-
-// sharePaths are the host paths of shares.
-func sharePaths(shares []microvm.Share) []string {
-	var out []string
-	for _, s := range shares {
-		out = append(out, s.HostPath)
-	}
-	return out
-}
