@@ -254,7 +254,7 @@ func TestSrtdMicroVMTerminal(t *testing.T) {
 		}
 		script += `echo "DO""NE"` + "\n"
 		term.Write([]byte(script))
-		s.wait(regexp.MustCompile(`[\r\n]DONE\r?\n`))
+		s.wait(regexp.MustCompile(`(?:[\r\n]|# )DONE\r?\n`))
 		s.mu.Lock()
 		got := map[string]string{}
 		for _, m := range regexp.MustCompile(`ATTEMPT (\S+) (WROTE|REFUSED)`).FindAllStringSubmatch(s.out.String(), -1) {
