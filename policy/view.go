@@ -153,6 +153,10 @@ type ViewRules struct {
 	System []string
 	// Home is what "~" means in a rule; empty means os.UserHomeDir.
 	Home string
+	// DenyRead are host paths never readable (settings'
+	// filesystem.denyRead, each literal): srtd's terminal profile hides
+	// its secret directories and token file with them.
+	DenyRead []string
 	// Network are the session's egress rules; the zero value allows no
 	// host.
 	Network netrule.Rules
@@ -196,6 +200,9 @@ func CompileView(r ViewRules) (*Policy, error) {
 	}
 	for _, w := range r.Writable {
 		s.Filesystem.AllowWrite = append(s.Filesystem.AllowWrite, entry(w))
+	}
+	for _, d := range r.DenyRead {
+		s.Filesystem.DenyRead = append(s.Filesystem.DenyRead, entry(d))
 	}
 	for _, d := range r.Protected {
 		// Entries holding * or ? are globs and left as they are (seed

@@ -157,7 +157,7 @@ func (l *microVMLauncher) Launch(ctx context.Context, spec Spec, egress EgressLi
 // way out is its relay to this session's own proxies, filtering with
 // egress. The guest's refusals are the session's violations.
 func (l *microVMLauncher) launchRunner(ctx context.Context, rt *Runtime, s *session, egress EgressLists) (runner, error) {
-	r, err := l.boot(ctx, rt, s.spec, egress, true, rt.log.With("session", s.spec.SessionID), func(v violation.Violation) {
+	r, err := l.boot(ctx, rt, s.spec, egress, true, nil, rt.log.With("session", s.spec.SessionID), func(v violation.Violation) {
 		s.ReportViolation(v)
 	})
 	if err != nil {
@@ -185,19 +185,20 @@ func (l *microVMLauncher) launchRunner(ctx context.Context, rt *Runtime, s *sess
 // onViolation. launchPolicy applies the launch policy (sessionView, with
 // its name-glob write-denies: an agent launch); srtd's terminals have a
 // profile of their own without them (seed 000, "Terminal hébergé par le
-// serveur"; compileView).
+// serveur"; compileView), whose unreadable paths are denyRead (hidden
+// host-side, microvm.Config.DenyRead via DenyReadOf).
 //
 // There are no host placeholders: a protected name missing at launch (a
 // .bashrc, a new nested repository's .git/hooks, at any depth) is refused
 // by the guest's supervisor when it is created, as on native with the
 // creation-time rules (fsplan.Options.CreationRules).
-func (l *microVMLauncher) boot(ctx context.Context, rt *Runtime, spec Spec, egress EgressLists, launchPolicy bool, log *slog.Logger, onViolation func(violation.Violation)) (*vmRunner, error) {
+func (l *microVMLauncher) boot(ctx context.Context, rt *Runtime, spec Spec, egress EgressLists, launchPolicy bool, denyRead []string, log *slog.Logger, onViolation func(violation.Violation)) (*vmRunner, error) {
 	var p *policy.Policy
 	var err error
 	if launchPolicy {
 		p, err = sessionView(rt, spec, netrule.Rules{}, nil, microvmEnforcesNameGlobs, microvmNoNameGlobs)
 	} else if err = checkLaunchPolicy(rt, spec, true, ""); err == nil {
-		p, err = compileView(rt, spec, netrule.Rules{}, nil)
+		p, err = compileView(rt, spec, netrule.Rules{}, nil, denyRead)
 	}
 	if err != nil {
 		return nil, err
@@ -251,7 +252,33 @@ func (l *microVMLauncher) boot(ctx context.Context, rt *Runtime, spec Spec, egre
 		}
 		return nil, fmt.Errorf("microvm: %w", err)
 	}
+	if err := checkGuestRules(ctx, vm); err != nil {
+		vm.Close()
+		return nil, err
+	}
 	return &vmRunner{vm: vm, spec: spec, shares: shares, launched: time.Since(start)}, nil
+}
+
+// checkGuestRules makes the launch fail closed when the guest cannot run
+// the creation-time rules (microvm.Config.Names): the guest starts no
+// process it cannot put under them (microvm/guest, observe_linux.go), so
+// a VM whose kernel lacks what the supervisor needs (the same list as
+// native: sandbox/linux.CreationRulesSupported) would report the session
+// warm and then fail every exec. One process under the rules, started
+// at launch, proves the guest can; its failure is the launch's
+// (ErrUnenforceable). Landlock is not required: as on native
+// (sandbox/linux/inside, applyBackstop) it is the backstop where the
+// kernel has it, and the handle says which (details.guestLandlock).
+func checkGuestRules(ctx context.Context, vm *microvm.VM) error {
+	p, err := vm.Exec(ctx, microvm.ExecRequest{Argv: []string{"/bin/sh", "-c", ":"}, Dir: "/"})
+	if err != nil {
+		return fmt.Errorf("%w: the microvm guest cannot start a process under the creation-time name rules: %w", ErrUnenforceable, err)
+	}
+	code, err := p.Wait()
+	if err != nil || code != 0 {
+		return fmt.Errorf("%w: the microvm guest's first process under the creation-time name rules failed (exit %d, %v)", ErrUnenforceable, code, err)
+	}
+	return nil
 }
 
 // MicroVM is a VM booted by Runtime.LaunchMicroVM for a caller that runs
@@ -276,17 +303,35 @@ func (m *MicroVM) Close() error {
 	return m.err
 }
 
+// MicroVMProfile is what a VM booted by LaunchMicroVM applies beyond its
+// Spec: srtd's terminal profile (seed 000, "Terminal hébergé par le
+// serveur"; server.TerminalDenyRead and TerminalConfig.HiddenFiles).
+type MicroVMProfile struct {
+	// Egress are the VM's egress lists; nil means the port's lists for
+	// the spec (baseline, GitHub, spec.EgressAllowlist; the fixed deny
+	// list).
+	Egress *EgressLists
+	// DenyRead are host paths the guest must not read, as settings'
+	// filesystem.denyRead (policy.ViewRules.DenyRead): each one shown by
+	// a share is hidden in QEMU's view, host-side (microvm.DenyReadOf,
+	// Config.DenyRead), an empty read-only directory or /dev/null; one
+	// that cannot be hidden (a symbolic link on the way) fails the
+	// launch (microvm.ErrCannotHide).
+	DenyRead []string
+}
+
 // LaunchMicroVM boots one VM for spec outside any session, with the same
 // shares, protected paths, creation-time rules in the guest and egress as
 // a microvm session (boot), for srtd's terminals: spec is validated, an
 // explicit microvm on a host that cannot start a VM fails with
-// ErrBackendUnavailable, egress nil means the port's lists for spec
-// (baseline, GitHub, spec.EgressAllowlist; the fixed deny list). The
-// launch policy's name-glob write-denies are not applied: a terminal has
-// its own profile (seed 000). The guest's refusals (filesystem and
-// network) are logged. ctx bounds the wait for the microvm probe's
-// verdict (see Choose) and the boot; the VM lives until Close.
-func (rt *Runtime) LaunchMicroVM(ctx context.Context, spec Spec, egress *EgressLists) (*MicroVM, error) {
+// ErrBackendUnavailable, a guest that cannot run the creation-time rules
+// with ErrUnenforceable (checkGuestRules). prof adds the terminal
+// profile's egress and unreadable paths. The launch policy's name-glob
+// write-denies are not applied: a terminal has its own profile (seed
+// 000). The guest's refusals (filesystem and network) are logged. ctx
+// bounds the wait for the microvm probe's verdict (see Choose) and the
+// boot; the VM lives until Close.
+func (rt *Runtime) LaunchMicroVM(ctx context.Context, spec Spec, prof MicroVMProfile) (*MicroVM, error) {
 	if err := Validate(spec); err != nil {
 		return nil, err
 	}
@@ -298,6 +343,17 @@ func (rt *Runtime) LaunchMicroVM(ctx context.Context, spec Spec, egress *EgressL
 	if !ok {
 		return nil, fmt.Errorf("%w: microvm: this port's microVM backend cannot boot a VM outside a session", ErrBackendUnavailable)
 	}
+	// The VMs' own cache (the guest kernel, and the initramfs whose /init
+	// enforces the next VMs' rules) is never writable from a VM: a
+	// terminal sharing $HOME shows ~/.cache/srt-microvm.
+	cache := l.base.CacheDir
+	if cache == "" {
+		cache = microvm.DefaultCacheDir()
+	}
+	if _, err := os.Stat(cache); err == nil && !slices.Contains(spec.ProtectedPaths, cache) &&
+		slices.ContainsFunc(spec.BindMounts, func(b BindMount) bool { return within(policy.Resolve(cache), policy.Resolve(b.HostPath)) }) {
+		spec.ProtectedPaths = append(slices.Clone(spec.ProtectedPaths), cache)
+	}
 	if err := rt.written.checkLinks(spec); err != nil {
 		return nil, err
 	}
@@ -305,11 +361,11 @@ func (rt *Runtime) LaunchMicroVM(ctx context.Context, spec Spec, egress *EgressL
 		return nil, err
 	}
 	eg := rt.egressLists(spec)
-	if egress != nil {
-		eg = *egress
+	if prof.Egress != nil {
+		eg = *prof.Egress
 	}
 	log := rt.log.With("vm", spec.SessionID)
-	r, err := l.boot(ctx, rt, spec, eg, false, log, func(v violation.Violation) {
+	r, err := l.boot(ctx, rt, spec, eg, false, prof.DenyRead, log, func(v violation.Violation) {
 		log.Info("refused", "action", v.Action, "target", v.Target, "reason", v.Reason)
 	})
 	if err != nil {

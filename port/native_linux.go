@@ -120,7 +120,7 @@ func sessionView(rt *Runtime, spec Spec, egress netrule.Rules, creds *credential
 	if err := checkLaunchPolicy(rt, spec, enforcesNameGlobs, why); err != nil {
 		return nil, err
 	}
-	p, err := compileView(rt, spec, egress, creds)
+	p, err := compileView(rt, spec, egress, creds, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -142,8 +142,9 @@ func sessionView(rt *Runtime, spec Spec, egress netrule.Rules, creds *credential
 // compileView is sessionView's policy without the launch policy's
 // name-glob write-denies and without checkLaunchPolicy (which the caller
 // runs): srtd's microvm terminals, whose profile has no such denies
-// (seed 000, "Terminal hébergé par le serveur"), use it directly.
-func compileView(rt *Runtime, spec Spec, egress netrule.Rules, creds *credential.Set) (*policy.Policy, error) {
+// (seed 000, "Terminal hébergé par le serveur"), use it directly, with
+// that profile's unreadable paths as denyRead (policy.ViewRules.DenyRead).
+func compileView(rt *Runtime, spec Spec, egress netrule.Rules, creds *credential.Set, denyRead []string) (*policy.Policy, error) {
 	written, err := rt.written.list()
 	if err != nil {
 		return nil, err
@@ -153,7 +154,7 @@ func compileView(rt *Runtime, spec Spec, egress netrule.Rules, creds *credential
 	for i, b := range spec.BindMounts {
 		binds[i] = policy.ViewBind{Host: b.HostPath, Guest: b.GuestPath, Writable: !ro && !b.ReadOnly}
 	}
-	p, err := policy.CompileView(policy.ViewRules{Binds: binds, Protected: spec.ProtectedPaths, Writable: spec.RunnerStateDirs, Network: egress, Untrusted: written, Credentials: creds})
+	p, err := policy.CompileView(policy.ViewRules{Binds: binds, Protected: spec.ProtectedPaths, DenyRead: denyRead, Writable: spec.RunnerStateDirs, Network: egress, Untrusted: written, Credentials: creds})
 	if err != nil {
 		return nil, fmt.Errorf("launch policy: %w", err)
 	}

@@ -72,6 +72,20 @@ func (c TerminalConfig) shell() string {
 // cannot read (seed 000, "Terminal hébergé par le serveur").
 var TerminalDenyRead = []string{".ssh", ".aws", ".gnupg", ".config/gh", "Library/Keychains"}
 
+// denyRead are the paths a terminal cannot read: the secret directories
+// of the profile under the home directory (TerminalDenyRead) and srtd's
+// own (HiddenFiles: its token file). The native terminal refuses them
+// (terminalSettings) and the microvm terminal hides them host-side
+// (port.MicroVMProfile.DenyRead).
+func (c TerminalConfig) denyRead() []string {
+	home := c.home()
+	deny := []string{}
+	for _, d := range TerminalDenyRead {
+		deny = append(deny, filepath.Join(home, d))
+	}
+	return append(deny, c.HiddenFiles...)
+}
+
 // networkMode is the mode a terminal's request asks for, else cfg's, else
 // open (seed 000: "le réseau est ouvert").
 func (c TerminalConfig) networkMode(req api.TerminalNetwork) api.TerminalNetwork {
@@ -120,15 +134,10 @@ func terminalSettings(cfg TerminalConfig, workdir string) (*settings.Settings, e
 	if !ValidTerminalNetwork(mode) {
 		return nil, fmt.Errorf("terminal network %q: want open or baseline", mode)
 	}
-	deny := []string{}
-	for _, d := range TerminalDenyRead {
-		deny = append(deny, filepath.Join(home, d))
-	}
-	deny = append(deny, cfg.HiddenFiles...)
 	doc := map[string]any{
 		"network": map[string]any{"allowedDomains": allowed, "deniedDomains": denied},
 		"filesystem": map[string]any{
-			"denyRead":   deny,
+			"denyRead":   cfg.denyRead(),
 			"allowWrite": []string{home, workdir},
 			"denyWrite":  append([]string{}, cfg.ReadOnlyDirs...),
 		},

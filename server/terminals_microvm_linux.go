@@ -7,12 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/srt-go/srt/microvm"
+	"github.com/srt-go/srt/policy"
 	"github.com/srt-go/srt/port"
 )
 
@@ -23,33 +26,38 @@ import (
 // exits, when the terminal is killed (DELETE, the client disconnecting,
 // the attach timeout) and when srtd closes.
 //
-// The terminal profile (seed 000) makes $HOME and the workdir writable
-// and refuses reads of the secret directories (TerminalDenyRead). The
-// guest cannot hide a path inside a share yet, so $HOME is not shared:
-// only the session workdir is, at the same path; a workdir that holds a
-// secret directory (such as $HOME itself) or lies inside one is refused,
-// and so is one that holds srtd's token file.
+// It has the native terminal's profile (seed 000, "Terminal hébergé par
+// le serveur"; terminalSettings): $HOME and the session workdir are
+// shared writable at their own paths (the workdir alone when $HOME holds
+// it), the secret directories and srtd's token file
+// (TerminalConfig.denyRead) are hidden host-side, in QEMU's view
+// (port.MicroVMProfile.DenyRead, microvm.Config.DenyRead: the guest
+// kernel has no say), and srtd's token directory (ReadOnlyDirs) is a
+// protected path, read-only in QEMU's view and to the guest's rules. A
+// secret that cannot be hidden (a symbolic link on the way to it) fails
+// the launch, never a terminal that shows it.
 //
-// The workdir is shared writable under the creation-time name rules,
-// enforced in the guest (issue 20): the port passes the terminal's view
-// as microvm.Config.Names, so the guest runs every process, the shell
-// and all it starts, under the native backend's supervisor
-// (sandbox/linux/supervisor), and a VM shell cannot create a new nested
-// repository's .git/hooks/pre-commit, a .bashrc or .vscode/tasks.json at
+// The shares are writable under the creation-time name rules, enforced
+// in the guest (issue 20): the port passes the terminal's view as
+// microvm.Config.Names, so the guest runs every process, the shell and
+// all it starts, under the native backend's supervisor
+// (sandbox/linux/supervisor), and a VM shell cannot create a .bashrc, a
+// new nested repository's .git/hooks/pre-commit or .vscode/tasks.json at
 // any depth (a writable share without those rules let it, and the host's
-// next git commit ran the hook). A shell whose rules cannot be set up in
-// the guest does not start. The response's details say so
-// (workdirShare).
+// next git commit ran the hook). A guest that cannot run the rules fails
+// the launch (port.ErrUnenforceable). The response's details say so
+// (home, workdirShare, shell).
 
 // microVMPort is the port's VM launcher for terminals (port.Runtime).
 type microVMPort interface {
-	LaunchMicroVM(ctx context.Context, spec port.Spec, egress *port.EgressLists) (*port.MicroVM, error)
+	LaunchMicroVM(ctx context.Context, spec port.Spec, prof port.MicroVMProfile) (*port.MicroVM, error)
 }
 
 // guestEnvSkip are variables of the host's sanitised environment that
 // describe the host and would be wrong in the guest: the guest's own
-// defaults (PATH with its tools, HOME) are kept.
-var guestEnvSkip = map[string]bool{"PATH": true, "HOME": true, "SHELL": true, "USER": true, "LOGNAME": true}
+// defaults (PATH with its tools) are kept, and SHELL is the guest's
+// (vmShell). HOME is the host's: it is shared at its own path.
+var guestEnvSkip = map[string]bool{"PATH": true, "SHELL": true, "USER": true, "LOGNAME": true}
 
 func (s *Server) startMicroVMTerminal(id, cwd string, env []string, cols, rows int) (termProc, map[string]any, error) {
 	mp, ok := s.cfg.Port.(microVMPort)
@@ -60,28 +68,30 @@ func (s *Server) startMicroVMTerminal(id, cwd string, env []string, cols, rows i
 	if pr := s.cfg.Port.Probe(); !pr.MicroVMAvailable && pr.MicroVMState != port.MicroVMProbing {
 		return nil, nil, fmt.Errorf("%w: microvm requested, but this host cannot start a VM (%s); not falling back", port.ErrBackendUnavailable, pr.MicroVMNote)
 	}
-	home := s.cfg.Terminal.home()
-	if err := checkMicroVMWorkdir(home, cwd); err != nil {
-		return nil, nil, err
-	}
+	home := filepath.Clean(s.cfg.Terminal.home())
+	cwd = filepath.Clean(cwd)
+	roots := terminalRoots(home, cwd)
 	spec := port.Spec{
 		SessionID:      "term-" + id,
 		WorkspaceID:    "terminal",
-		BindMounts:     []port.BindMount{{HostPath: cwd, GuestPath: cwd}},
 		NetworkEnabled: true,
 		GuestWorkdir:   cwd,
 		Mode:           port.ModeChat,
 	}
-	// The native terminal hides srtd's token file (HiddenFiles); the
-	// guest cannot hide a file inside a share, so a workdir that holds it
-	// is refused, as a session's bind is (exposesToken).
-	if _, ok := exposesToken(s.cfg.TokenFile, spec); !ok {
-		return nil, nil, &cwdError{fmt.Sprintf("cwd %s: the microvm terminal shares the workdir into the VM, and it holds srtd's token file (%s), which the guest cannot hide; use a workdir that does not contain it", cwd, s.cfg.TokenFile)}
+	for _, r := range roots {
+		spec.BindMounts = append(spec.BindMounts, port.BindMount{HostPath: r, GuestPath: r})
 	}
+	// The native terminal's write-denies (srtd's token directory), where
+	// a share shows them (elsewhere the guest cannot reach them).
+	for _, d := range s.cfg.Terminal.ReadOnlyDirs {
+		if slices.ContainsFunc(roots, func(r string) bool { return shows(r, d) }) {
+			spec.ProtectedPaths = append(spec.ProtectedPaths, d)
+		}
+	}
+	prof := port.MicroVMProfile{DenyRead: s.cfg.Terminal.denyRead()}
 	// A microvm terminal's network is its allow-list (terminalNetwork:
 	// baseline only): the port's lists unless the operator configured
 	// others, srtd's own addresses denied either way.
-	var egress *port.EgressLists
 	if s.cfg.Terminal.AllowedDomains != nil || s.cfg.Terminal.DeniedDomains != nil {
 		eg := port.EgressLists{Allowed: s.cfg.Terminal.AllowedDomains, Denied: s.cfg.Terminal.DeniedDomains}
 		if eg.Allowed == nil {
@@ -91,9 +101,10 @@ func (s *Server) startMicroVMTerminal(id, cwd string, env []string, cols, rows i
 			eg.Denied = DefaultTerminalDeniedDomains()
 		}
 		eg.Denied = append(slices.Clone(eg.Denied), s.cfg.Terminal.SelfDeny...)
-		egress = &eg
+		prof.Egress = &eg
 	}
-	m, err := mp.LaunchMicroVM(s.stop, spec, egress)
+	shell, shellWhy := vmShell(s.cfg.Terminal, roots)
+	m, err := mp.LaunchMicroVM(s.stop, spec, prof)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -104,17 +115,17 @@ func (s *Server) startMicroVMTerminal(id, cwd string, env []string, cols, rows i
 			genv = append(genv, kv)
 		}
 	}
-	genv = append(genv, "SHELL=/bin/sh")
+	genv = append(genv, "SHELL="+shell)
 	p := &vmTermProc{m: m, out: newOutBuf()}
 	inR, inW := io.Pipe()
 	p.in = inW
 	proc, err := m.VM().Exec(context.Background(), microvm.ExecRequest{
-		Argv: []string{"/bin/sh", "-l"}, Env: genv, Dir: cwd,
+		Argv: []string{shell, "-l"}, Env: genv, Dir: cwd,
 		Stdin: inR, Stdout: p.out, TTY: &microvm.TTYSize{Cols: uint16(cols), Rows: uint16(rows)},
 	})
 	if err != nil {
 		m.Close()
-		return nil, nil, fmt.Errorf("microvm: start the shell: %w", err)
+		return nil, nil, fmt.Errorf("microvm: start the shell %s: %w", shell, err)
 	}
 	p.p = proc
 	go func() {
@@ -128,41 +139,89 @@ func (s *Server) startMicroVMTerminal(id, cwd string, env []string, cols, rows i
 	p.stopAfter = stop
 
 	details := m.Details()
-	details["home"] = "not shared: the microvm guest cannot hide " + strings.Join(TerminalDenyRead, ", ") +
-		" inside a share, so of the terminal profile's writable $HOME and workdir only the workdir is shared"
+	details["home"] = "shared writable at " + home + ", under the creation-time name rules in the guest; hidden host-side (QEMU's view): " +
+		strings.Join(prof.DenyRead, ", ")
+	if len(spec.ProtectedPaths) > 0 {
+		details["home"] = details["home"].(string) + "; read-only: " + strings.Join(spec.ProtectedPaths, ", ")
+	}
 	details["workdirShare"] = "writable, under the creation-time name rules in the guest (srt's supervisor: protected names such as .bashrc, .vscode and new repositories' hooks are refused at any depth)"
-	details["shell"] = "/bin/sh (the host's, from its system directories shown read-only)"
+	details["shell"] = shell + " (" + shellWhy + ")"
 	return p, details, nil
 }
 
-// checkMicroVMWorkdir refuses a workdir whose share would show a secret
-// directory of the terminal profile (the workdir holds it, or lies inside
-// it), in its literal and its symlink-resolved spelling.
-func checkMicroVMWorkdir(home, cwd string) error {
-	homes := []string{filepath.Clean(home)}
-	if r, err := filepath.EvalSymlinks(home); err == nil && r != homes[0] {
-		homes = append(homes, r)
+// terminalRoots are the directories a microvm terminal shares: $HOME and
+// the workdir, the workdir alone when it holds $HOME and $HOME alone when
+// it holds the workdir (literal paths: each is shared at its own path, so
+// the guest finds the workdir where the host names it).
+func terminalRoots(home, cwd string) []string {
+	switch {
+	case pathWithin(cwd, home):
+		return []string{home}
+	case pathWithin(home, cwd):
+		return []string{cwd}
 	}
-	cwds := []string{filepath.Clean(cwd)}
-	if r, err := filepath.EvalSymlinks(cwd); err == nil && r != cwds[0] {
-		cwds = append(cwds, r)
+	return []string{home, cwd}
+}
+
+// shows reports whether a share of root shows host path p, in its literal
+// or its symlink-resolved spelling.
+func shows(root, p string) bool {
+	if pathWithin(filepath.Clean(p), root) {
+		return true
 	}
-	for _, h := range homes {
-		for _, d := range TerminalDenyRead {
-			secret := filepath.Join(h, d)
-			for _, c := range cwds {
-				if pathWithin(secret, c) || pathWithin(c, secret) {
-					return &cwdError{fmt.Sprintf("cwd %s: the microvm terminal shares the workdir into the VM, and the guest cannot hide %s inside a share (the terminal profile refuses reading it); use a workdir that does not contain it", cwd, secret)}
-				}
-			}
-		}
-	}
-	return nil
+	rr, err1 := filepath.EvalSymlinks(root)
+	rp, err2 := filepath.EvalSymlinks(p)
+	return err1 == nil && err2 == nil && pathWithin(rp, rr)
 }
 
 // pathWithin reports whether p is root or below it.
 func pathWithin(p, root string) bool {
 	return p == root || root == "/" || strings.HasPrefix(p, root+"/")
+}
+
+// vmShell is the program a microvm terminal runs, and why: the
+// operator's TerminalConfig.Shell, else the login shell of srtd's user in
+// the host's /etc/passwd (the guest sees the host's userland read-only,
+// policy.SystemDirs), else /bin/sh. A shell the guest would not see (not
+// in a system directory nor a share) or that is not an executable file
+// falls back to /bin/sh, and why says so.
+func vmShell(cfg TerminalConfig, roots []string) (shell, why string) {
+	cand, from := cfg.Shell, "the configured terminal shell"
+	if cand == "" {
+		uid := os.Getuid()
+		cand, from = passwdShell("/etc/passwd", uid), fmt.Sprintf("the login shell of uid %d in the host's /etc/passwd", uid)
+	}
+	if cand == "" {
+		return "/bin/sh", "no login shell in the host's /etc/passwd"
+	}
+	visible := slices.ContainsFunc(policy.SystemDirs(policy.DefaultSystemDirs), func(d string) bool { return shows(d, cand) }) ||
+		slices.ContainsFunc(roots, func(r string) bool { return shows(r, cand) })
+	fi, err := os.Stat(cand)
+	switch {
+	case !filepath.IsAbs(cand):
+		return "/bin/sh", fmt.Sprintf("%s %q is not an absolute path", from, cand)
+	case err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0:
+		return "/bin/sh", fmt.Sprintf("%s %s is not an executable file", from, cand)
+	case !visible:
+		return "/bin/sh", fmt.Sprintf("%s %s is outside what the guest sees of the host", from, cand)
+	}
+	return cand, from
+}
+
+// passwdShell returns the shell field of uid's entry in the passwd file
+// at path (passwd(5): name:password:UID:GID:GECOS:home:shell), or "".
+func passwdShell(path string, uid int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Split(l, ":")
+		if len(f) == 7 && f[2] == strconv.Itoa(uid) {
+			return strings.TrimSpace(f[6])
+		}
+	}
+	return ""
 }
 
 // vmTermProc is a shell on a PTY in a VM: input through a pipe to the
