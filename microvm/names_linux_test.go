@@ -39,6 +39,7 @@ func TestNames(t *testing.T) {
 	var mu sync.Mutex
 	var got []violation.Violation
 	vm := launch(t, microvm.Config{
+		System: policy.SystemDirs(policy.DefaultSystemDirs),
 		Shares: []microvm.Share{{HostPath: rw, GuestPath: "/work"}},
 		Names:  pol,
 		OnViolation: func(v violation.Violation) {
@@ -62,6 +63,7 @@ try rename-existing sh -c 'echo y > y && mv y .bashrc'
 try move-parent mv e e2
 try symlink-swap sh -c 'ln -s .mcp.json lnk && echo x > lnk'
 try hardlink sh -c 'echo z > z && ln z a/.env'
+try usr-write sh -c 'echo x > /usr/srt-names-probe'
 echo ok > ok.txt
 try guest-tmp sh -c 'echo x > /tmp/.bashrc && mkdir -p /tmp/r/.git/hooks && echo x > /tmp/r/.git/hooks/pre-commit'
 echo done
@@ -111,13 +113,25 @@ echo done
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	found := false
+	if _, err := os.Lstat("/usr/srt-names-probe"); err == nil {
+		os.Remove("/usr/srt-names-probe")
+		t.Errorf("/usr/srt-names-probe was created on the host")
+	}
+	found, usr := false, false
 	for _, v := range got {
 		if v.Action == violation.FileWriteCreate && v.Target == "/work/sub/.env" && strings.Contains(v.Reason, "filesystem.denyWrite") {
 			found = true
 		}
+		// A host system directory is judged at its own host path, by the
+		// policy's write roots (guestMapping), not as the guest's own.
+		if v.Action == violation.FileWriteCreate && v.Target == "/usr/srt-names-probe" {
+			usr = true
+		}
 	}
 	if !found {
 		t.Errorf("no file-write-create record for /work/sub/.env with the denyWrite rule; got %+v", got)
+	}
+	if !usr {
+		t.Errorf("no file-write-create record for /usr/srt-names-probe; got %+v", got)
 	}
 }

@@ -109,9 +109,14 @@ var namesProgram = sync.OnceValues(func() ([]bpf.RawInstruction, error) { return
 // guestMapping places the shares' host trees in the guest, for judging a
 // guest path by rules written in host paths: every share is a mount, and
 // every path no share shows (the guest's root, /tmp, /run) is the
-// guest's own (fsplan.Mapping.GuestRoot).
+// guest's own (fsplan.Mapping.GuestRoot), but for the host's system
+// directories (wire.GuestConfig.System), shown read-only at their own
+// paths: a write refused there is judged, and recorded, at that host path.
 func guestMapping(cfg wire.GuestConfig) fsplan.Mapping {
 	m := fsplan.Mapping{Confined: true, GuestRoot: true}
+	for _, s := range cfg.System {
+		m.System = append(m.System, s.Path)
+	}
 	for _, s := range cfg.Shares {
 		host := s.Host
 		if host == "" {
@@ -126,13 +131,15 @@ func guestMapping(cfg wire.GuestConfig) fsplan.Mapping {
 const (
 	ruleReadOnlyShare = "read-only share"
 	ruleProtected     = "protected path"
+	ruleSystem        = "host system directory (read-only)"
 )
 
 // guestPolicy is the share table as a policy the supervisor judges guest
 // paths by: everything is writable except the read-only shares and the
 // protected paths. A read-only share with a writable one inside it is left
 // out (a DenyWrite cannot have a hole), so writes refused there go
-// unreported; they are refused all the same.
+// unreported; they are refused all the same. The host's system
+// directories are read-only too.
 func guestPolicy(cfg wire.GuestConfig) *policy.Policy {
 	p := &policy.Policy{AllowWrite: []policy.Path{{Literal: "/", Resolved: "/", Kind: policy.Dir, Rule: "guest", IsDir: true}}}
 	for _, s := range cfg.Shares {
@@ -142,6 +149,9 @@ func guestPolicy(cfg wire.GuestConfig) *policy.Policy {
 			continue
 		}
 		p.DenyWrite = append(p.DenyWrite, policy.Path{Literal: s.Path, Resolved: s.Path, Kind: policy.Dir, Rule: ruleReadOnlyShare, IsDir: true})
+	}
+	for _, s := range cfg.System {
+		p.DenyWrite = append(p.DenyWrite, policy.Path{Literal: s.Path, Resolved: s.Path, Kind: policy.Dir, Rule: ruleSystem, IsDir: true})
 	}
 	for _, pp := range cfg.Protected {
 		p.DenyWrite = append(p.DenyWrite, policy.Path{Literal: pp, Resolved: pp, Rule: ruleProtected})
