@@ -107,10 +107,20 @@ func TestMicroVMCLI(t *testing.T) {
 	u.write(t, filepath.Join(dir, ".env"), "SECRET")
 	before := snapshot(t, dir)
 	const script = `cat .env; echo x >> .bashrc 2>/dev/null && echo BASHRC-WRITTEN; echo new > f 2>/dev/null && echo WROTE; uname -r; exit 7`
-	out, errOut, code := srtRun{u: u, dir: dir, settings: writeSettings, pre: []string{"--backend", "microvm"}, timeout: 180e9,
+	vfile := filepath.Join(t.TempDir(), "violations.jsonl")
+	out, errOut, code := srtRun{u: u, dir: dir, settings: writeSettings, pre: []string{"--backend", "microvm", "--violations", vfile}, timeout: 180e9,
 		args: []string{"sh", "-c", script}}.run(t)
 	if code != 7 || !strings.Contains(out, "SECRET") || strings.Contains(out, "WRITTEN") || !strings.Contains(out, "WROTE") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	// The guest's refusal is reported as native's: the exit summary on
+	// stderr and a record in the --violations file.
+	bashrc := filepath.Join(dir, ".bashrc")
+	if !strings.Contains(errOut, "blocked by the sandbox") || !strings.Contains(errOut, bashrc) {
+		t.Errorf("no violation summary naming %s on stderr: %q", bashrc, errOut)
+	}
+	if b, err := os.ReadFile(vfile); err != nil || !strings.Contains(string(b), `"target":"`+bashrc+`"`) || !strings.Contains(string(b), `"command":"sh -c `) {
+		t.Errorf("--violations file: %q, %v; want a record of %s with the command", b, err, bashrc)
 	}
 	assertUnchanged(t, dir, before, filepath.Join(dir, settingsName), filepath.Join(dir, "f"))
 	os.Remove(filepath.Join(dir, "f"))

@@ -8,11 +8,13 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
 
 	"github.com/srt-go/srt/microvm"
 	"github.com/srt-go/srt/policy"
 	"github.com/srt-go/srt/policy/dirindex"
 	"github.com/srt-go/srt/settings"
+	"github.com/srt-go/srt/violation"
 )
 
 // runMicroVM runs argv in a virtual machine (srt --backend microvm): the
@@ -22,9 +24,32 @@ import (
 // and the policy's denyRead paths); nothing else of the host is visible.
 // There is never a fallback to the host: a host that cannot
 // start a VM is srt's own failure (125).
-func runMicroVM(s *settings.Settings, argv []string, lg *slog.Logger, stdin, stdout, stderr *os.File) int {
+//
+// The guest's refusals (its supervisor's filesystem and seccomp records)
+// and the VM's proxies' go to the same violation log as native's
+// (--violations, --debug, the exit summary, -q), attributed to the
+// command (--command-id) and filtered by ignoreViolations as native's
+// sandbox.Cmd does.
+func runMicroVM(s *settings.Settings, argv []string, o *options, vfile *os.File, lg *slog.Logger, stdin, stdout, stderr *os.File) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Kill)
 	defer stop()
+	store := violation.NewStore(0)
+	vlog := startViolationLog(store, vfile, stderr, o.debug)
+	defer vlog.finish(o.quiet)
+	key := o.commandID
+	if key == "" {
+		key = violation.NewKey()
+	}
+	text := strings.Join(argv, " ")
+	report := func(v violation.Violation) {
+		v.Key, v.Command = key, text
+		if v.Raw == "" {
+			v.Raw = v.Line()
+		}
+		if !violation.Ignored(v, v.Command, s.IgnoreViolations) {
+			store.Add(v)
+		}
+	}
 	cwd, err := os.Getwd()
 	if err != nil {
 		fmt.Fprintf(stderr, "srt: working directory: %v\n", err)
@@ -87,7 +112,7 @@ func runMicroVM(s *settings.Settings, argv []string, lg *slog.Logger, stdin, std
 		Settings: s,
 		Workdir:  cwd,
 		ReadOnly: readOnly,
-		VM: microvm.Config{Logger: lg, Parent: pol.Network.Parent, Filter: pol.Network.Filter,
+		VM: microvm.Config{Logger: lg, Parent: pol.Network.Parent, Filter: pol.Network.Filter, OnViolation: report,
 			Shares: shares, Names: names, System: policy.SystemDirs(policy.DefaultSystemDirs), DenyRead: denyRead},
 	}, argv, microvm.Stdio{In: stdin, Out: stdout, Err: stderr})
 	if err != nil {

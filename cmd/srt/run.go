@@ -165,9 +165,7 @@ func run(args []string, stdin *os.File, stdout, stderr *os.File) int {
 		lg.Debug("settings key has no effect in srt-go", "key", k)
 	}
 	switch o.backend {
-	case "native":
-	case "microvm":
-		return runMicroVM(s, argv, lg, stdin, stdout, stderr)
+	case "native", "microvm":
 	default:
 		return fail("--backend %q is not a backend; use native or microvm", o.backend)
 	}
@@ -176,6 +174,9 @@ func run(args []string, stdin *os.File, stdout, stderr *os.File) int {
 		if vfile, err = openViolationsFile(o.violations); err != nil {
 			return fail("%v", err)
 		}
+	}
+	if o.backend == "microvm" {
+		return runMicroVM(s, argv, o, vfile, lg, stdin, stdout, stderr)
 	}
 	observeFS := o.violations != "" || o.debug
 	if o.observeFS != nil {
