@@ -17,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The guest kernel (issue 7, "Guest"): Debian's generic kernel,
@@ -88,6 +90,12 @@ func Prepare(ctx context.Context, cacheDir string) (*Assets, error) {
 	if cacheDir == "" {
 		cacheDir = DefaultCacheDir()
 	}
+	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
+		return nil, fmt.Errorf("cache directory: %w", err)
+	}
+	if err := checkCacheDir(cacheDir); err != nil {
+		return nil, err
+	}
 	switch k := os.Getenv("SRT_MICROVM_KERNEL"); k {
 	case "debian":
 	case "":
@@ -106,9 +114,6 @@ func Prepare(ctx context.Context, cacheDir string) (*Assets, error) {
 	if a, ok := prepared[cacheDir]; ok && exists(a.Kernel) {
 		c := *a
 		return &c, nil
-	}
-	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
-		return nil, fmt.Errorf("cache directory: %w", err)
 	}
 	pkg, err := debianKernelPackage(ctx)
 	if err != nil {
@@ -489,4 +494,49 @@ func pruneInitramfs(dir string) {
 			os.Remove(p)
 		}
 	}
+}
+
+// ErrUntrustedCache is returned by Prepare for a cache directory that
+// another user could change: what the cache holds is what every VM boots
+// (the kernel, and the initramfs whose /init enforces the guest's rules).
+var ErrUntrustedCache = errors.New("untrusted microvm cache directory")
+
+// checkCacheDir refuses (ErrUntrustedCache) a cache directory that is not
+// a directory of its own (a symbolic link), or that a user other than
+// this process's and root could change: owned by someone else, or
+// writable by group or others; and likewise any directory on its way,
+// but for a sticky one (/tmp), whose entries only their owner may
+// replace. It checks the path as given and with its links resolved. The
+// case it stops: another local user creating /tmp/srt-microvm (the
+// fallback of DefaultCacheDir without a home) with a kernel of theirs.
+func checkCacheDir(dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("cache directory: %w", err)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return fmt.Errorf("cache directory: %w", err)
+	}
+	uid := uint32(os.Geteuid())
+	for _, leaf := range []string{abs, real} {
+		for p := leaf; ; p = filepath.Dir(p) {
+			var st unix.Stat_t
+			if err := unix.Lstat(p, &st); err != nil {
+				return fmt.Errorf("cache directory %s: %w", p, err)
+			}
+			switch {
+			case p == leaf && st.Mode&unix.S_IFMT != unix.S_IFDIR:
+				return fmt.Errorf("%w: %s is not a directory", ErrUntrustedCache, p)
+			case st.Uid != uid && st.Uid != 0:
+				return fmt.Errorf("%w: %s is owned by uid %d", ErrUntrustedCache, p, st.Uid)
+			case st.Mode&unix.S_IFMT == unix.S_IFDIR && st.Mode&0o022 != 0 && (p == leaf || st.Mode&unix.S_ISVTX == 0):
+				return fmt.Errorf("%w: %s is writable by group or others (mode %o)", ErrUntrustedCache, p, st.Mode&0o7777)
+			}
+			if p == "/" {
+				break
+			}
+		}
+	}
+	return nil
 }

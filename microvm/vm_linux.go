@@ -21,6 +21,7 @@ import (
 	"github.com/srt-go/srt/internal/syspath"
 	"github.com/srt-go/srt/microvm/internal/wire"
 	"github.com/srt-go/srt/netrule"
+	"github.com/srt-go/srt/policy"
 	"github.com/srt-go/srt/proxy"
 	"github.com/srt-go/srt/violation"
 )
@@ -153,6 +154,7 @@ func Launch(ctx context.Context, cfg Config) (*VM, error) {
 	// The policy's write-denies inside writable shares, read-only on the
 	// host side too (names_linux.go).
 	cfg.ProtectedPaths = append(slices.Clone(cfg.ProtectedPaths), namesProtected(cfg)...)
+	cfg.ProtectedPaths = append(cfg.ProtectedPaths, cacheProtected(cfg)...)
 	v := &VM{cfg: cfg, log: cfg.Logger, state: StateCreated, console: &ring{max: 8 << 10}, pinned: namesPinned(cfg)}
 	if v.log == nil {
 		v.log = slog.New(slog.DiscardHandler)
@@ -623,4 +625,23 @@ func descendants(pid int) []int {
 		}
 	}
 	return out
+}
+
+// cacheProtected returns the guest path of the VMs' cache directory
+// (Config.CacheDir, else DefaultCacheDir) when a writable share shows it,
+// for Config.ProtectedPaths: the cache holds the guest kernel and the
+// initramfs whose /init enforces every later VM's rules, so a VM that could
+// write there would choose what the next VM runs. A user's own cache is
+// under $HOME (~/.cache/srt-microvm), which `srt --backend microvm` run
+// from the home directory and srtd's VM terminal share writable.
+func cacheProtected(cfg Config) []string {
+	cache := cfg.CacheDir
+	if cache == "" {
+		cache = DefaultCacheDir()
+	}
+	g, ok := guestPathOf(cfg.Shares, policy.Resolve(cache))
+	if !ok || slices.Contains(cfg.ProtectedPaths, g) {
+		return nil
+	}
+	return []string{g}
 }

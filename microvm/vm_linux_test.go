@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -472,3 +473,82 @@ func (b *syncBuffer) Write(p []byte) (int, error) {
 	return b.buf.Write(p)
 }
 func (b *syncBuffer) String() string { b.lock(); defer func() { <-b.mu }(); return b.buf.String() }
+
+// TestCacheNeverWritable: a writable share that holds the VMs' cache
+// (the guest kernel and the initramfs whose /init enforces the next VMs'
+// rules; ~/.cache/srt-microvm is under a shared $HOME) shows it read-only,
+// and it cannot be moved away; the rest of the share stays writable.
+func TestCacheNeverWritable(t *testing.T) {
+	// A copy of the cache (hard links where it can), so that a failure
+	// cannot damage the one the other tests boot from.
+	parent := t.TempDir()
+	cache := filepath.Join(parent, "srt-microvm")
+	copyTree(t, microvm.DefaultCacheDir(), cache)
+	probe := filepath.Join(parent, "srt-cache-test-probe")
+	vm := launch(t, microvm.Config{CacheDir: cache, Shares: []microvm.Share{{HostPath: parent, GuestPath: "/vc"}}})
+	c := "/vc/" + filepath.Base(cache)
+	script := `try() { n=$1; shift; if ( "$@" ) >/dev/null 2>&1; then echo "$n:ALLOWED"; else echo "$n:refused"; fi; }
+try create touch ` + c + `/planted
+try append sh -c 'for f in ` + c + `/initrd-*.cpio; do echo x >> "$f" || exit 1; done'
+try remove sh -c 'rm -f ` + c + `/initrd-*.cpio'
+try rename mv ` + c + ` /vc/srt-cache-moved
+try unmount umount ` + c + `
+try elsewhere sh -c 'echo ok > /vc/srt-cache-test-probe'
+`
+	code, out, errs := run(t, vm, []string{"sh", "-c", script}, "")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		name, verdict, ok := strings.Cut(l, ":")
+		if !ok {
+			continue
+		}
+		want := "refused"
+		if name == "elsewhere" {
+			want = "ALLOWED"
+		}
+		if verdict != want {
+			t.Errorf("%s: %s, want %s", name, verdict, want)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(cache, "planted")); err == nil {
+		os.Remove(filepath.Join(cache, "planted"))
+		t.Error("a file was planted in the VMs' cache")
+	}
+	if _, err := os.Lstat(filepath.Join(parent, "srt-cache-moved")); err == nil {
+		t.Fatal("the VMs' cache was moved away")
+	}
+	if b, _ := os.ReadFile(probe); string(b) != "ok\n" {
+		t.Errorf("the share around the cache is not writable: %q", b)
+	}
+}
+
+// copyTree copies directory tree src to dst, hard-linking files where it
+// can but the initramfs images, which TestCacheNeverWritable writes to.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(dst, strings.TrimPrefix(p, src))
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(to, 0o755)
+		case !d.Type().IsRegular():
+			return nil
+		}
+		if !strings.HasPrefix(d.Name(), "initrd-") && os.Link(p, to) == nil {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(to, b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

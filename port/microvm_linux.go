@@ -343,17 +343,9 @@ func (rt *Runtime) LaunchMicroVM(ctx context.Context, spec Spec, prof MicroVMPro
 	if !ok {
 		return nil, fmt.Errorf("%w: microvm: this port's microVM backend cannot boot a VM outside a session", ErrBackendUnavailable)
 	}
-	// The VMs' own cache (the guest kernel, and the initramfs whose /init
-	// enforces the next VMs' rules) is never writable from a VM: a
-	// terminal sharing $HOME shows ~/.cache/srt-microvm.
-	cache := l.base.CacheDir
-	if cache == "" {
-		cache = microvm.DefaultCacheDir()
-	}
-	if _, err := os.Stat(cache); err == nil && !slices.Contains(spec.ProtectedPaths, cache) &&
-		slices.ContainsFunc(spec.BindMounts, func(b BindMount) bool { return within(policy.Resolve(cache), policy.Resolve(b.HostPath)) }) {
-		spec.ProtectedPaths = append(slices.Clone(spec.ProtectedPaths), cache)
-	}
+	// The VMs' own cache (a terminal sharing $HOME shows
+	// ~/.cache/srt-microvm) is read-only in every VM: microvm.Launch
+	// protects it wherever a writable share shows it.
 	if err := rt.written.checkLinks(spec); err != nil {
 		return nil, err
 	}
