@@ -153,9 +153,8 @@ mkdir -p sub/x/.git/hooks 2>/dev/null
 try "nested-hook" sh -c 'echo evil > sub/x/.git/hooks/pre-commit'
 try "nested-config" sh -c 'echo "[core]" > sub/x/.git/config'
 if command -v git >/dev/null 2>&1; then
-  # The guest runs as root and a share shows its host owner: git would
-  # refuse the unprivileged user's tree as of dubious ownership.
-  export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.directory GIT_CONFIG_VALUE_0='*'
+  # The guest runs as root and a share shows its host owner: the guest
+  # makes git accept the unprivileged user's tree (gitSafeEnv).
   mkdir -p nested/y && git init -q nested/y >/dev/null 2>&1
   try "git-nested-hook" sh -c 'echo evil > nested/y/.git/hooks/pre-commit'
   try "git-nested-sample" sh -c 'cp nested/y/.git/hooks/pre-commit.sample nested/y/.git/hooks/pre-commit'

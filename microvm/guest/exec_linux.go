@@ -23,6 +23,16 @@ import (
 // the exit status back for ever.
 const outputGrace = 2 * time.Second
 
+// gitSafeEnv makes every directory a git safe.directory for the guest's
+// processes (git-config(1), ENVIRONMENT: GIT_CONFIG_COUNT): they run as
+// the guest's root, and a share shows its files with their host owner, so
+// git would refuse an unprivileged user's repository as of "dubious
+// ownership". The check protects a user from running another user's
+// repository configuration; in the guest that configuration can only act
+// on the guest, under the same rules as the command itself. A request's
+// own GIT_CONFIG_COUNT (ExecRequest.Env) replaces it.
+var gitSafeEnv = []string{"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=safe.directory", "GIT_CONFIG_VALUE_0=*"}
+
 // exec runs one process for an exec stream.
 func (a *agent) exec(st *yamux.Stream) {
 	var req wire.ExecRequest
@@ -32,7 +42,7 @@ func (a *agent) exec(st *yamux.Stream) {
 	a.mu.Lock()
 	cfg := a.cfg
 	a.mu.Unlock()
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=/root", "USER=root", "LANG=C.UTF-8"}
+	env := append([]string{"PATH=" + os.Getenv("PATH"), "HOME=/root", "USER=root", "LANG=C.UTF-8"}, gitSafeEnv...)
 	if req.TTY != nil {
 		env = append(env, "TERM=xterm-256color")
 	}
