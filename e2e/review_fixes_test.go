@@ -130,6 +130,20 @@ func TestMicroVMCLI(t *testing.T) {
 		t.Fatalf("without the creation-time rules: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	assertUnchanged(t, dir, before, filepath.Join(dir, settingsName))
+	// The environment reaches the command but for the host's places and
+	// the proxy variables; a missing command is 127, as native.
+	out, errOut, code = srtRun{u: u, dir: dir, settings: writeSettings, pre: []string{"--backend", "microvm"}, timeout: 180e9,
+		env: []string{"E2E_MICROVM_FOO=bar", "HTTP_PROXY=http://10.9.9.9:1"},
+		args: []string{"sh", "-c", `echo "foo=$E2E_MICROVM_FOO"; case "$HTTP_PROXY" in http://127.0.0.1:*) echo proxy-guest;; *) echo "proxy=$HTTP_PROXY";; esac; git -C /tmp init -q r && git -C /tmp/r status >/dev/null && echo git-ok; srt-no-such-command`}}.run(t)
+	if code != 127 || !strings.Contains(out, "foo=bar") || !strings.Contains(out, "proxy-guest") {
+		t.Errorf("environment: exit %d, stdout %q, stderr %q; want 127, foo=bar and the guest's proxy", code, out, errOut)
+	}
+	for _, pre := range [][]string{{"--pass-fd", "2"}, {"--control-fd", "0"}} {
+		_, errOut, code = srtRun{u: u, dir: dir, pre: append([]string{"--backend", "microvm"}, pre...), timeout: 60e9, args: []string{"true"}}.run(t)
+		if code != 125 || !strings.Contains(errOut, pre[0]) {
+			t.Errorf("%v under microvm: exit %d, stderr %q; want 125 naming it", pre, code, errOut)
+		}
+	}
 	out, errOut, code = srtRun{u: u, dir: dir, settings: `{"filesystem":{"denyRead":["./.env"]}}`, pre: []string{"--backend", "microvm"}, timeout: 180e9, args: []string{"cat", ".env"}}.run(t)
 	if code == 0 || code == 125 || strings.Contains(out, "SECRET") {
 		t.Fatalf("a denyRead inside the share: exit %d, stdout %q, stderr %q; want cat to fail in the VM", code, out, errOut)

@@ -101,7 +101,7 @@ func (v *VM) Exec(ctx context.Context, req ExecRequest) (*Process, error) {
 	st.SetDeadline(time.Time{})
 	if started.Error != "" {
 		st.Close()
-		return nil, &ExecError{Argv: req.Argv, Msg: started.Error}
+		return nil, &ExecError{Argv: req.Argv, Msg: started.Error, Code: started.Code}
 	}
 	p.PID = started.PID
 	ok = true
@@ -125,6 +125,9 @@ func (v *VM) Exec(ctx context.Context, req ExecRequest) (*Process, error) {
 type ExecError struct {
 	Argv []string
 	Msg  string
+	// Code is the exit status a shell gives for the failure: 127 command
+	// not found, 126 not executable; 0 when the guest failed otherwise.
+	Code int
 }
 
 func (e *ExecError) Error() string {

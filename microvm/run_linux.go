@@ -48,6 +48,12 @@ func RunCommand(ctx context.Context, rc RunConfig, argv []string, stdio Stdio) (
 		return 0, err
 	}
 	defer vm.Close()
+	if cfg.Logger != nil {
+		// What the VM really runs on (srt -d): KVM only when a test boot
+		// proved it, else TCG, and why.
+		d := vm.Details()
+		cfg.Logger.Info("microvm ready", "accel", d["accel"], "accelReason", d["accelReason"], "kernel", d["kernel"], "bootMs", d["bootMs"], "names", d["names"])
+	}
 
 	env := append([]string(nil), rc.Env...)
 	for _, k := range []string{"TERM", "COLORTERM", "LANG", "LC_ALL"} {
@@ -72,6 +78,13 @@ func RunCommand(ctx context.Context, rc RunConfig, argv []string, stdio Stdio) (
 	// stdin is copied by a goroutine that may stay blocked in Read after
 	// the command exits; that is harmless for a CLI about to exit.
 	p, err := vm.Exec(ctx, req)
+	var ee *ExecError
+	if errors.As(err, &ee) && ee.Code != 0 {
+		// Not found or not executable: the command's failure, with a
+		// shell's status, not srt's.
+		fmt.Fprintf(stdio.Err, "srt: %s\n", ee.Msg)
+		return ee.Code, nil
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -62,3 +62,30 @@ func TestSelfInit(t *testing.T) {
 		t.Errorf("got %v, stdout %q, stderr %q; want exit 3 and inside", err, out.String(), errb.String())
 	}
 }
+
+// TestRunCommandStartFailures: a command the guest cannot find or cannot
+// execute gets a shell's status (127, 126) and a message on stderr, as
+// native, not an error of srt's own.
+func TestRunCommandStartFailures(t *testing.T) {
+	requireQEMU(t)
+	vmSlots <- struct{}{}
+	defer func() { <-vmSlots }()
+	wd := t.TempDir()
+	os.WriteFile(filepath.Join(wd, "notexec"), []byte("#!/bin/sh\necho hi\n"), 0o644)
+	for _, tc := range []struct {
+		argv []string
+		code int
+	}{
+		{[]string{"srt-no-such-command"}, 127},
+		{[]string{"./notexec"}, 126},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		var out, errb bytes.Buffer
+		code, err := microvm.RunCommand(ctx, microvm.RunConfig{Workdir: wd, VM: microvm.Config{InitPath: guestInit}},
+			tc.argv, microvm.Stdio{In: strings.NewReader(""), Out: &out, Err: &errb})
+		cancel()
+		if err != nil || code != tc.code || !strings.Contains(errb.String(), tc.argv[0]) {
+			t.Errorf("%v: exit %d, %v, stderr %q; want %d and a message", tc.argv, code, err, errb.String(), tc.code)
+		}
+	}
+}

@@ -486,12 +486,8 @@ func (r *vmRunner) start(c command) (proc, error) {
 	if err != nil {
 		closeAll()
 		var ee *microvm.ExecError
-		if errors.As(err, &ee) {
-			code := 127
-			if strings.Contains(strings.ToLower(ee.Msg), "permission denied") {
-				code = 126
-			}
-			return nil, &startError{code, err.Error()}
+		if errors.As(err, &ee) && ee.Code != 0 {
+			return nil, &startError{ee.Code, err.Error()}
 		}
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/srt-go/srt/microvm"
 	"github.com/srt-go/srt/policy"
 	"github.com/srt-go/srt/policy/dirindex"
+	"github.com/srt-go/srt/proxy"
 	"github.com/srt-go/srt/settings"
 	"github.com/srt-go/srt/violation"
 )
@@ -112,6 +113,7 @@ func runMicroVM(s *settings.Settings, argv []string, o *options, vfile *os.File,
 		Settings: s,
 		Workdir:  cwd,
 		ReadOnly: readOnly,
+		Env:      microvmEnv(os.Environ()),
 		VM: microvm.Config{Logger: lg, Parent: pol.Network.Parent, Filter: pol.Network.Filter, OnViolation: report,
 			Shares: shares, Names: names, System: policy.SystemDirs(policy.DefaultSystemDirs), DenyRead: denyRead},
 	}, argv, microvm.Stdio{In: stdin, Out: stdout, Err: stderr})
@@ -147,6 +149,34 @@ func microvmWriteRoots(pol *policy.Policy, cwdReadOnly bool) []microvm.Share {
 			continue
 		}
 		out = append(out, microvm.Share{HostPath: r, GuestPath: r})
+	}
+	return out
+}
+
+// microvmEnv is what of srt's environment the command gets in the VM
+// (native passes all of it): everything but what names a place of the
+// host the guest does not show or has its own of (PATH, HOME, TMPDIR,
+// the working directory, the user's agent and bus sockets, a display),
+// the guest's user (it runs as root), srt's own SRT_* settings, and the
+// proxy variables, which the guest sets to its own relays
+// (proxy.Env).
+func microvmEnv(environ []string) []string {
+	drop := map[string]bool{}
+	for _, k := range []string{"PATH", "HOME", "PWD", "OLDPWD", "TMPDIR", "TMP", "TEMP", "TEMPDIR", "USER", "LOGNAME",
+		"SSH_AUTH_SOCK", "XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS", "DISPLAY", "WAYLAND_DISPLAY"} {
+		drop[k] = true
+	}
+	for _, kv := range proxy.Env(1, 2) {
+		k, _, _ := strings.Cut(kv, "=")
+		drop[k] = true
+	}
+	var out []string
+	for _, kv := range environ {
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || drop[k] || strings.HasPrefix(k, "SRT_") {
+			continue
+		}
+		out = append(out, kv)
 	}
 	return out
 }

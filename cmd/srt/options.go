@@ -27,7 +27,7 @@ var program = &cmdline.Program{
 		{Short: "c", Arg: "STRING", Help: "run STRING with your shell"},
 		{Short: "d", Long: "debug", Help: "debug lines on stderr (also SRT_DEBUG=1)"},
 		{Long: "backend", Arg: "NAME", Complete: cmdline.Values, Values: []string{"native", "microvm"}, Default: "native", Brief: "native, or microvm: run the command in a virtual machine",
-			Help: "native, or microvm: run the command in a virtual machine (QEMU): its own kernel; the working directory is shared read-only (writes stay in the VM) and the settings' network policy applies (default: native)"},
+			Help: "native, or microvm: run the command in a virtual machine (QEMU): its own kernel; the working directory and write roots are shared writable under the creation-time name rules (read-only without them), and the settings' filesystem and network rules apply (default: native)"},
 		{Long: "pass-fd", Arg: "N",
 			Help: "pass descriptor N (>= 3) to the command; without it the command gets none but 0, 1 and 2, whatever srt's caller left open (a leaked directory descriptor would bypass every mount)"},
 		{Long: "control-fd", Arg: "N",

@@ -165,7 +165,16 @@ func run(args []string, stdin *os.File, stdout, stderr *os.File) int {
 		lg.Debug("settings key has no effect in srt-go", "key", k)
 	}
 	switch o.backend {
-	case "native", "microvm":
+	case "native":
+	case "microvm":
+		// The VM has no way to take a host descriptor or to change its
+		// proxies' lists while it runs: refuse rather than run without.
+		switch {
+		case len(o.passFDs) > 0:
+			return fail("--pass-fd: not supported by --backend microvm (a host descriptor cannot reach the guest)")
+		case ctl != nil:
+			return fail("--control-fd: not supported by --backend microvm yet")
+		}
 	default:
 		return fail("--backend %q is not a backend; use native or microvm", o.backend)
 	}

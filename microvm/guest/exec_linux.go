@@ -33,6 +33,23 @@ const outputGrace = 2 * time.Second
 // own GIT_CONFIG_COUNT (ExecRequest.Env) replaces it.
 var gitSafeEnv = []string{"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=safe.directory", "GIT_CONFIG_VALUE_0=*"}
 
+// startCode is the exit status a shell gives for a process that could not
+// start with err (wire.ExecStarted.Code): the lookup's own (execpath.Error),
+// 127 for an executable that is not there, 126 for one that cannot be
+// executed (execve(2): EACCES, ENOEXEC, EISDIR, ETXTBSY), 0 otherwise.
+func startCode(err error) int {
+	var le *execpath.Error
+	switch {
+	case errors.As(err, &le):
+		return le.Code()
+	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR):
+		return 127
+	case errors.Is(err, unix.EACCES), errors.Is(err, unix.ENOEXEC), errors.Is(err, unix.EISDIR), errors.Is(err, unix.ETXTBSY), errors.Is(err, unix.EPERM):
+		return 126
+	}
+	return 0
+}
+
 // exec runs one process for an exec stream.
 func (a *agent) exec(st *yamux.Stream) {
 	var req wire.ExecRequest
@@ -54,7 +71,7 @@ func (a *agent) exec(st *yamux.Stream) {
 	if dir == "" {
 		dir = "/"
 	}
-	fail := func(err error) { wire.WriteJSON(st, wire.ExecStarted{Error: err.Error()}) }
+	fail := func(err error) { wire.WriteJSON(st, wire.ExecStarted{Error: err.Error(), Code: startCode(err)}) }
 	if len(req.Argv) == 0 {
 		fail(errors.New("empty argv"))
 		return

@@ -120,6 +120,10 @@ type ExecRequest struct {
 type ExecStarted struct {
 	PID   int    `json:"pid"`
 	Error string `json:"error,omitempty"`
+	// Code is, with Error, the exit status a shell gives for the failure:
+	// 127 command not found, 126 found but not executable; 0 for a
+	// failure of the guest itself.
+	Code int `json:"code,omitempty"`
 }
 
 // Control is a VM-wide request.
