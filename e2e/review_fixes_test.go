@@ -133,7 +133,7 @@ func TestMicroVMCLI(t *testing.T) {
 	// The environment reaches the command but for the host's places and
 	// the proxy variables; a missing command is 127, as native.
 	out, errOut, code = srtRun{u: u, dir: dir, settings: writeSettings, pre: []string{"--backend", "microvm"}, timeout: 180e9,
-		env: []string{"E2E_MICROVM_FOO=bar", "HTTP_PROXY=http://10.9.9.9:1"},
+		env:  []string{"E2E_MICROVM_FOO=bar", "HTTP_PROXY=http://10.9.9.9:1"},
 		args: []string{"sh", "-c", `echo "foo=$E2E_MICROVM_FOO"; case "$HTTP_PROXY" in http://127.0.0.1:*) echo proxy-guest;; *) echo "proxy=$HTTP_PROXY";; esac; git -C /tmp init -q r && git -C /tmp/r status >/dev/null && echo git-ok; srt-no-such-command`}}.run(t)
 	if code != 127 || !strings.Contains(out, "foo=bar") || !strings.Contains(out, "proxy-guest") {
 		t.Errorf("environment: exit %d, stdout %q, stderr %q; want 127, foo=bar and the guest's proxy", code, out, errOut)
