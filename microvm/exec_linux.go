@@ -89,7 +89,7 @@ func (v *VM) Exec(ctx context.Context, req ExecRequest) (*Process, error) {
 	p.st = st
 	st.SetDeadline(time.Now().Add(v.cfg.RequestTimeout))
 	st.Write([]byte{byte(wire.KindExec)})
-	if err := wire.WriteJSON(st, wire.ExecRequest{Argv: req.Argv, Env: req.Env, Dir: req.Dir, TTY: req.TTY}); err != nil {
+	if err := wire.WriteJSON(st, wire.ExecRequest{Argv: req.Argv, Env: req.Env, Dir: req.Dir, TTY: req.TTY, UnixTime: time.Now().UnixNano()}); err != nil {
 		st.Close()
 		return nil, fmt.Errorf("send exec request: %w", err)
 	}

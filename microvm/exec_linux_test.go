@@ -105,3 +105,28 @@ func TestExecRoundTrip(t *testing.T) {
 type countWriter int
 
 func (c *countWriter) Write(p []byte) (int, error) { *c += countWriter(len(p)); return len(p), nil }
+
+// TestGuestClockCaughtUp: a process starts with the guest's clock no
+// longer behind the host's (wire.ExecRequest.UnixTime), though under TCG it
+// falls seconds behind while the guest boots; make and git compare the
+// command's file times with the host's.
+func TestGuestClockCaughtUp(t *testing.T) {
+	vm := launch(t, microvm.Config{})
+	// Let the guest's clock fall behind if it does.
+	time.Sleep(2 * time.Second)
+	for i := 0; i < 3; i++ {
+		start := time.Now()
+		code, out, errs := run(t, vm, []string{"date", "+%s"}, "") // busybox: whole seconds
+		end := time.Now()
+		if code != 0 {
+			t.Fatalf("date: %d %q", code, errs)
+		}
+		sec, err := strconv.ParseInt(strings.TrimSpace(out), 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sec < start.Unix()-1 || sec > end.Unix()+1 {
+			t.Errorf("guest clock %d, host between %d and %d", sec, start.Unix(), end.Unix())
+		}
+	}
+}

@@ -33,6 +33,23 @@ const outputGrace = 2 * time.Second
 // own GIT_CONFIG_COUNT (ExecRequest.Env) replaces it.
 var gitSafeEnv = []string{"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=safe.directory", "GIT_CONFIG_VALUE_0=*"}
 
+// clockSlack is how far behind the host's clock the guest's may be before
+// an exec steps it forward (catchUp).
+const clockSlack = 20 * time.Millisecond
+
+// catchUp steps the guest's clock forward to host time hostNs (the
+// request's wire.ExecRequest.UnixTime) when it is behind by more than
+// clockSlack: files the command writes then carry the host's time, as make
+// and git compare them with the host's. It never steps backwards; 0 does
+// nothing.
+func catchUp(hostNs int64) {
+	if hostNs <= 0 || time.Now().UnixNano() >= hostNs-int64(clockSlack) {
+		return
+	}
+	ts := unix.NsecToTimespec(hostNs)
+	unix.ClockSettime(unix.CLOCK_REALTIME, &ts)
+}
+
 // startCode is the exit status a shell gives for a process that could not
 // start with err (wire.ExecStarted.Code): the lookup's own (execpath.Error),
 // 127 for an executable that is not there, 126 for one that cannot be
@@ -59,6 +76,7 @@ func (a *agent) exec(st *yamux.Stream) {
 	a.mu.Lock()
 	cfg := a.cfg
 	a.mu.Unlock()
+	catchUp(req.UnixTime)
 	env := append([]string{"PATH=" + os.Getenv("PATH"), "HOME=/root", "USER=root", "LANG=C.UTF-8"}, gitSafeEnv...)
 	if req.TTY != nil {
 		env = append(env, "TERM=xterm-256color")

@@ -114,6 +114,10 @@ type ExecRequest struct {
 	Env  []string `json:"env"`
 	Dir  string   `json:"dir"`
 	TTY  *TTYSize `json:"tty,omitempty"`
+	// UnixTime is the host clock when the request was sent (nanoseconds):
+	// a guest clock behind it is stepped forward before the process starts
+	// (under TCG the guest's clock falls seconds behind while it boots).
+	UnixTime int64 `json:"unixTime,omitempty"`
 }
 
 // ExecStarted answers an ExecRequest: the guest pid, or why it did not start.
