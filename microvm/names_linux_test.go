@@ -191,3 +191,71 @@ func BenchmarkExecRoundTripNames(b *testing.B) {
 		vm.Close()
 	}
 }
+
+// TestGuestHardened: a root workload cannot make the kernel start a
+// program of its own as a usermode helper (which would run outside every
+// guest rule), nor change the guest's own root: the review's escape
+// (replace /sbin/modprobe, then socket(2) of an unloaded family) plants
+// nothing on the host. Root's home and /var/tmp stay writable.
+func TestGuestHardened(t *testing.T) {
+	rw := t.TempDir()
+	s, err := settings.Parse([]byte(`{"filesystem":{"allowWrite":["."],"enforceNamesAtCreation":true}}`), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := policy.Compile(s, policy.Env{Cwd: rw, Home: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm := launch(t, microvm.Config{
+		System: policy.SystemDirs(policy.DefaultSystemDirs),
+		Shares: []microvm.Share{{HostPath: rw, GuestPath: "/work"}},
+		Names:  pol,
+	})
+	script := `try() { n=$1; shift; if ( "$@" ) >/dev/null 2>&1; then echo "$n:ALLOWED"; else echo "$n:refused"; fi; }
+printf '#!/bin/sh\necho x > /work/.bashrc\necho x > /work/PWNED\n' > /tmp/evil && chmod 755 /tmp/evil
+echo "modprobe:[$(cat /proc/sys/kernel/modprobe)]"
+try set-modprobe sh -c 'echo /tmp/evil > /proc/sys/kernel/modprobe'
+try set-core-pattern sh -c 'echo "|/tmp/evil" > /proc/sys/kernel/core_pattern'
+try set-uevent-helper sh -c 'echo /tmp/evil > /sys/kernel/uevent_helper'
+try replace-sbin sh -c 'rm -rf /sbin && mkdir /sbin && cp /tmp/evil /sbin/modprobe'
+try root-create touch /srt-root-probe
+try replace-init sh -c 'cp /tmp/evil /init'
+try remount-root mount -o remount,rw /
+python3 -c '
+import socket
+for fam in (38, 5, 9, 21, 24, 29, 30, 31, 33, 35, 36, 37, 39, 40, 41, 42, 43, 44, 45):
+    try: socket.socket(fam, socket.SOCK_SEQPACKET, 0).close()
+    except OSError: pass
+' 2>/dev/null
+sleep 1
+try home-write sh -c 'echo x > /root/.cache-probe'
+try var-tmp-write sh -c 'echo x > /var/tmp/probe'
+echo done
+`
+	code, out, errs := run(t, vm, []string{"sh", "-c", script}, "")
+	if code != 0 || !strings.Contains(out, "done") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	if !strings.Contains(out, "modprobe:[]") {
+		t.Errorf("kernel.modprobe is not empty:\n%s", out)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		name, verdict, ok := strings.Cut(l, ":")
+		if !ok || name == "modprobe" {
+			continue
+		}
+		want := "refused"
+		if name == "home-write" || name == "var-tmp-write" {
+			want = "ALLOWED"
+		}
+		if verdict != want {
+			t.Errorf("%s: %s, want %s", name, verdict, want)
+		}
+	}
+	for _, p := range []string{".bashrc", "PWNED"} {
+		if _, err := os.Lstat(filepath.Join(rw, p)); err == nil {
+			t.Errorf("%s was planted on the host", p)
+		}
+	}
+}

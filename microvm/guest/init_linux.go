@@ -68,6 +68,9 @@ func run() error {
 	if err := loadModules(); err != nil {
 		return err
 	}
+	if err := closeKernelHelpers(); err != nil {
+		return err
+	}
 	if err := loopbackUp(); err != nil {
 		return fmt.Errorf("bring lo up: %w", err)
 	}
@@ -122,12 +125,19 @@ func mountBase() error {
 		flags                  uintptr
 	}{
 		{"proc", "/proc", "proc", "", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC},
-		{"sysfs", "/sys", "sysfs", "", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC},
+		// Read-only: nothing of the guest's writes it, and a root
+		// workload could name a usermode helper there
+		// (/sys/kernel/uevent_helper; closeKernelHelpers).
+		{"sysfs", "/sys", "sysfs", "", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC | unix.MS_RDONLY},
 		{"devtmpfs", "/dev", "devtmpfs", "mode=0755", unix.MS_NOSUID},
 		{"devpts", "/dev/pts", "devpts", "mode=0620,ptmxmode=0666", unix.MS_NOSUID | unix.MS_NOEXEC},
 		{"tmpfs", "/dev/shm", "tmpfs", "mode=1777", unix.MS_NOSUID | unix.MS_NODEV},
 		{"tmpfs", "/tmp", "tmpfs", "mode=1777", unix.MS_NOSUID | unix.MS_NODEV},
 		{"tmpfs", "/run", "tmpfs", "mode=0755", unix.MS_NOSUID | unix.MS_NODEV},
+		// The guest's root is read-only once configured (configure):
+		// root's home and /var/tmp are writable trees of their own.
+		{"tmpfs", "/root", "tmpfs", "mode=0700", unix.MS_NOSUID | unix.MS_NODEV},
+		{"tmpfs", "/var/tmp", "tmpfs", "mode=1777", unix.MS_NOSUID | unix.MS_NODEV},
 	} {
 		if err := os.MkdirAll(m.dst, 0o755); err != nil {
 			return err
@@ -167,6 +177,71 @@ func loadModules() error {
 		if err != nil && !errors.Is(err, unix.EEXIST) {
 			return fmt.Errorf("finit_module %s: %w", p, err)
 		}
+	}
+	return nil
+}
+
+// closeKernelHelpers stops the kernel from starting a program of the
+// guest's as a usermode helper (call_usermodehelper), which runs as root
+// with every capability, outside PID 1's bounding set and without the
+// workloads' seccomp filters, supervisor or Landlock: a root workload that
+// named its own program there could write the host's shares unchecked (an
+// adversarial review replaced /sbin/modprobe and made the kernel run it
+// with socket(2) of an unloaded address family). So, once the modules are
+// loaded:
+//   - kernel.modprobe is emptied: request_module fails with ENOENT and runs
+//     nothing (kernel/module/kmod.c); read back, a boot that cannot empty
+//     it fails;
+//   - kernel.hotplug (the uevent helper) is emptied where the kernel has it;
+//   - kernel.usermodehelper.bset and .inheritable are emptied: a helper that
+//     still starts (core_pattern's pipe, request-key) holds no capability;
+//   - /proc/sys is bound read-only on itself and /sys is mounted read-only
+//     (mountBase), so a workload, which has no CAP_SYS_ADMIN to remount
+//     (droppedCaps), cannot name a helper again; and the guest's root is
+//     read-only once configured (configure), so /sbin and the tools cannot
+//     be replaced.
+func closeKernelHelpers() error {
+	write := func(p, v string, must bool) error {
+		err := os.WriteFile(p, []byte(v), 0)
+		if err != nil && (must || !errors.Is(err, os.ErrNotExist)) {
+			return fmt.Errorf("close kernel helpers: %s: %w", p, err)
+		}
+		return nil
+	}
+	if err := write("/proc/sys/kernel/modprobe", "\n", true); err != nil {
+		return err
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/modprobe"); err != nil || strings.TrimSpace(string(b)) != "" {
+		return fmt.Errorf("close kernel helpers: kernel.modprobe is %q (%v), want empty", b, err)
+	}
+	if err := write("/proc/sys/kernel/hotplug", "\n", false); err != nil {
+		return err
+	}
+	for _, p := range []string{"/proc/sys/kernel/usermodehelper/bset", "/proc/sys/kernel/usermodehelper/inheritable"} {
+		if err := write(p, "0\t0\n", true); err != nil {
+			return err
+		}
+	}
+	if err := unix.Mount("/proc/sys", "/proc/sys", "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("close kernel helpers: bind /proc/sys: %w", err)
+	}
+	if err := unix.Mount("", "/proc/sys", "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("close kernel helpers: /proc/sys read-only: %w", err)
+	}
+	return nil
+}
+
+// setRootReadOnly makes the guest's own root (the initramfs: /init, the
+// tools, /sbin, /lib's links, the shares' mount points) read-only or
+// writable again, as a mount flag: its writable trees (/tmp, /run, /root,
+// /var/tmp, /dev/shm) and the shares are mounts of their own.
+func setRootReadOnly(ro bool) error {
+	flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_NOSUID | unix.MS_NODEV)
+	if ro {
+		flags |= unix.MS_RDONLY
+	}
+	if err := unix.Mount("", "/", "", flags, ""); err != nil {
+		return fmt.Errorf("remount the guest's root (read-only %v): %w", ro, err)
 	}
 	return nil
 }
@@ -282,7 +357,16 @@ func (a *agent) configure(cfg wire.GuestConfig) wire.Hello {
 	}
 	a.cfg = cfg
 	if len(a.mounted) == 0 {
+		// The mount points and links are made in the guest's root,
+		// writable for that time only (closeKernelHelpers).
+		if err := setRootReadOnly(false); err != nil {
+			h.Error = err.Error()
+			return h
+		}
 		un, err := a.mountAllLocked()
+		if err == nil {
+			err = setRootReadOnly(true)
+		}
 		if err != nil {
 			h.Error = err.Error()
 			return h
