@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,9 +15,9 @@ import (
 	"sync"
 	"syscall"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/srt-go/srt/internal/pdeathsig"
+	"github.com/srt-go/srt/seccomp"
+	"golang.org/x/sys/unix"
 )
 
 // qemuSandbox is QEMU's own seccomp filter (qemu(1), -sandbox): no
@@ -175,10 +176,16 @@ const InitEnvArg = "SRT_MICROVM=1"
 // it keeps uid 0 for file ownership in the shares (9p with
 // security_model=none creates files as QEMU's uid) but holds no
 // capability on the host, so it can touch only files root owns and
-// cannot override their modes. Order follows bwrap(1): later binds
+// cannot override their modes. As the owner of its files it could still
+// give them set-id bits or others' write permission, as a subverted guest
+// asks through 9p (a set-user-ID root binary in a share would outlive the
+// VM): QEMU runs under the native sandboxes' deny-only mode filter
+// (seccomp.BuildSetID, loaded by bwrap from descriptor modeFD;
+// qemuModeFilter), which also answers setxattr EOPNOTSUPP (no file
+// capability or ACL on a host file). Order follows bwrap(1): later binds
 // narrow earlier ones, so protected paths come after the shares.
-func confine(bwrap string, v *VM, run string, argv []string) []string {
-	b := []string{bwrap, "--die-with-parent", "--new-session", "--unshare-all",
+func confine(bwrap string, v *VM, run string, argv []string, modeFD int) []string {
+	b := []string{bwrap, "--die-with-parent", "--new-session", "--unshare-all", "--seccomp", strconv.Itoa(modeFD),
 		"--unshare-user", "--uid", strconv.Itoa(os.Geteuid()), "--gid", strconv.Itoa(os.Getegid()),
 		"--cap-drop", "ALL", "--clearenv", "--setenv", "PATH", "/usr/bin:/bin",
 		"--ro-bind", "/usr", "/usr", "--dev", "/dev", "--tmpfs", "/tmp",
@@ -225,6 +232,31 @@ func confine(bwrap string, v *VM, run string, argv []string) []string {
 	}
 	b = append(b, v.hideArgs()...)
 	return append(append(b, "--"), argv...)
+}
+
+// qemuModeFilter returns a descriptor holding the program bwrap loads for
+// QEMU (confine's modeFD): seccomp.BuildSetID's deny-only mode rules,
+// encoded as bwrap --seccomp reads them. The caller closes it once QEMU
+// has started.
+func qemuModeFilter() (*os.File, error) {
+	prog, err := seccomp.BuildSetID(seccomp.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("QEMU's mode filter: %w", err)
+	}
+	fd, err := unix.MemfdCreate("srt-qemu-modes", unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("QEMU's mode filter: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "srt-qemu-modes")
+	if _, err := f.Write(seccomp.Encode(prog)); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("QEMU's mode filter: %w", err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("QEMU's mode filter: %w", err)
+	}
+	return f, nil
 }
 
 // startLocked starts cmd with Pdeathsig through pdeathsig.Start, from an

@@ -369,11 +369,19 @@ func (v *VM) startQEMU(ctx context.Context, incoming bool) error {
 		lns[i] = ln
 	}
 	argv := append([]string{v.cfg.QEMUPath}, qemuArgs(v, run, incoming)...)
+	var extra []*os.File
 	if v.bwrap != "" {
-		argv = confine(v.bwrap, v, run, argv)
+		f, err := qemuModeFilter()
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		extra = append(extra, f)
+		argv = confine(v.bwrap, v, run, argv, 3) // ExtraFiles[0]
 	}
 	v.log.Debug("microvm: start QEMU", "argv", argv)
 	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.ExtraFiles = extra
 	var stderr ring
 	stderr.max = 4 << 10
 	cmd.Stderr = &stderr
