@@ -201,24 +201,24 @@ func loadModules() error {
 //     read-only once configured (configure), so /sbin and the tools cannot
 //     be replaced.
 func closeKernelHelpers() error {
-	write := func(p, v string, must bool) error {
-		err := os.WriteFile(p, []byte(v), 0)
-		if err != nil && (must || !errors.Is(err, os.ErrNotExist)) {
+	// A knob the kernel does not have is a helper it cannot start
+	// (kernel.modprobe without CONFIG_MODULES, as in the mini kernel).
+	write := func(p, v string) error {
+		if err := os.WriteFile(p, []byte(v), 0); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("close kernel helpers: %s: %w", p, err)
 		}
 		return nil
 	}
-	if err := write("/proc/sys/kernel/modprobe", "\n", true); err != nil {
-		return err
-	}
-	if b, err := os.ReadFile("/proc/sys/kernel/modprobe"); err != nil || strings.TrimSpace(string(b)) != "" {
-		return fmt.Errorf("close kernel helpers: kernel.modprobe is %q (%v), want empty", b, err)
-	}
-	if err := write("/proc/sys/kernel/hotplug", "\n", false); err != nil {
-		return err
+	for _, p := range []string{"/proc/sys/kernel/modprobe", "/proc/sys/kernel/hotplug"} {
+		if err := write(p, "\n"); err != nil {
+			return err
+		}
+		if b, err := os.ReadFile(p); err == nil && strings.TrimSpace(string(b)) != "" || err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("close kernel helpers: %s is %q (%v), want empty", p, b, err)
+		}
 	}
 	for _, p := range []string{"/proc/sys/kernel/usermodehelper/bset", "/proc/sys/kernel/usermodehelper/inheritable"} {
-		if err := write(p, "0\t0\n", true); err != nil {
+		if err := write(p, "0\t0\n"); err != nil {
 			return err
 		}
 	}
