@@ -89,6 +89,13 @@ func runMicroVM(s *settings.Settings, argv []string, o *options, vfile *os.File,
 		fmt.Fprintf(stderr, "srt: --backend microvm: %v\n", err)
 		return exitSetup
 	}
+	// srtd's API is refused to the VM's proxies as to native's
+	// (sandbox/linux's srtd registry), whatever the lists allow.
+	forbidden, err := microvmForbidden()
+	if err != nil {
+		fmt.Fprintf(stderr, "srt: --backend microvm: %v\n", err)
+		return exitSetup
+	}
 	var names *policy.Policy
 	var shares []microvm.Share
 	if !pol.FilesystemDisabled {
@@ -114,7 +121,7 @@ func runMicroVM(s *settings.Settings, argv []string, o *options, vfile *os.File,
 		Workdir:  cwd,
 		ReadOnly: readOnly,
 		Env:      microvmEnv(os.Environ()),
-		VM: microvm.Config{Logger: lg, Parent: pol.Network.Parent, Filter: pol.Network.Filter, OnViolation: report,
+		VM: microvm.Config{Logger: lg, Parent: pol.Network.Parent, Filter: pol.Network.Filter, Forbidden: forbidden, OnViolation: report,
 			Shares: shares, Names: names, System: policy.SystemDirs(policy.DefaultSystemDirs), DenyRead: denyRead},
 	}, argv, microvm.Stdio{In: stdin, Out: stdout, Err: stderr})
 	if err != nil {

@@ -2,7 +2,14 @@
 
 package main
 
-import "github.com/srt-go/srt/policy"
+import (
+	"net/netip"
+
+	"github.com/srt-go/srt/policy"
+)
 
 // microvmCreationRules is off where there is no microvm backend.
 func microvmCreationRules(*policy.Policy) (bool, string, error) { return false, "", nil }
+
+// microvmForbidden has nothing to refuse where there is no microvm backend.
+func microvmForbidden() (func(netip.AddrPort) string, error) { return nil, nil }
