@@ -5,6 +5,7 @@ import (
 
 	"github.com/srt-go/srt/policy"
 	"github.com/srt-go/srt/sandbox/linux"
+	"golang.org/x/sys/unix"
 )
 
 // microvmCreationRules decides, as for a native sandbox
@@ -20,3 +21,9 @@ func microvmCreationRules(p *policy.Policy) (bool, string, error) {
 func microvmForbidden() (func(netip.AddrPort) string, error) {
 	return linux.ServerAddresses()
 }
+
+// microvmWorkdir is the working directory as the kernel has it
+// (getcwd(2)): the real path of the directory srt runs in, with no link
+// on it, not $PWD's spelling that os.Getwd returns (a link someone else
+// may re-point before the next lookup).
+func microvmWorkdir() (string, error) { return unix.Getwd() }

@@ -4,6 +4,7 @@ package main
 
 import (
 	"net/netip"
+	"os"
 
 	"github.com/srt-go/srt/policy"
 )
@@ -13,3 +14,6 @@ func microvmCreationRules(*policy.Policy) (bool, string, error) { return false, 
 
 // microvmForbidden has nothing to refuse where there is no microvm backend.
 func microvmForbidden() (func(netip.AddrPort) string, error) { return nil, nil }
+
+// microvmWorkdir is os.Getwd where there is no microvm backend.
+func microvmWorkdir() (string, error) { return os.Getwd() }
