@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -85,6 +86,12 @@ type Config struct {
 	// Filter is request filtering for this VM's proxies
 	// (proxy.Config's Filtering; policy.Network.Filter).
 	Filter proxy.Filtering
+	// Forbidden, when not nil, is asked about every address this VM's
+	// proxies are about to dial, whatever Policy allowed
+	// (proxy.Config.Forbidden): srt passes the native sandboxes' srtd
+	// address guard (linux.ServerAddresses), so that a VM allowed
+	// localhost cannot reach a running srtd's API either.
+	Forbidden func(netip.AddrPort) string
 	// OnViolation is called for each refused egress connection, as
 	// proxy.Config.OnViolation, and for each refusal the guest's seccomp
 	// supervisor reports (filesystem writes the read-only shares and

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/srt-go/srt/internal/vmcache"
 	"golang.org/x/sys/unix"
 )
 
@@ -56,19 +57,9 @@ type Assets struct {
 
 // DefaultCacheDir is /var/cache/srt-microvm for root and
 // $XDG_CACHE_HOME/srt-microvm (~/.cache/srt-microvm) otherwise;
-// SRT_MICROVM_CACHE overrides both.
-func DefaultCacheDir() string {
-	if d := os.Getenv("SRT_MICROVM_CACHE"); d != "" {
-		return d
-	}
-	if os.Geteuid() == 0 {
-		return "/var/cache/srt-microvm"
-	}
-	if d, err := os.UserCacheDir(); err == nil {
-		return filepath.Join(d, "srt-microvm")
-	}
-	return filepath.Join(os.TempDir(), "srt-microvm")
-}
+// SRT_MICROVM_CACHE overrides both (internal/vmcache.Dir, which the
+// policy's host-trusted table protects from native runs too).
+func DefaultCacheDir() string { return vmcache.Dir() }
 
 var (
 	prepareMu sync.Mutex

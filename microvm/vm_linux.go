@@ -240,7 +240,7 @@ func (v *VM) boot(ctx context.Context) error {
 		return err
 	}
 	{
-		srv, err := proxy.New(proxy.Config{Policy: v.cfg.Policy, Logger: v.log, MaxConns: v.cfg.MaxConns, Parent: v.cfg.Parent, Filtering: v.cfg.Filter,
+		srv, err := proxy.New(proxy.Config{Policy: v.cfg.Policy, Logger: v.log, MaxConns: v.cfg.MaxConns, Parent: v.cfg.Parent, Filtering: v.cfg.Filter, Forbidden: v.cfg.Forbidden,
 			OnViolation: func(vi violation.Violation) {
 				v.events.emit(Event{Type: EventViolation, Violation: &vi})
 				if v.cfg.OnViolation != nil {

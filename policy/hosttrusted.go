@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"github.com/srt-go/srt/internal/vmcache"
 )
 
 // TrustedClass is one class of files that a program on the host later
@@ -150,13 +151,14 @@ func (f *fastPaths) path(base, rel, rule string) Path {
 }
 
 // xdgBases returns the directories entry (a table path) is looked for
-// in: home, and for a path under .config/ or .local/share/ the directory
-// $XDG_CONFIG_HOME or $XDG_DATA_HOME names instead, when set (programs
+// in: home, and for a path under .config/, .local/share/, .local/state/
+// or .cache/ the directory $XDG_CONFIG_HOME, $XDG_DATA_HOME,
+// $XDG_STATE_HOME or $XDG_CACHE_HOME names instead, when set (programs
 // that follow the XDG base directories read there; an adversarial review
 // wrote ~/.xdg/git/config with XDG_CONFIG_HOME=~/.xdg).
 func xdgBases(home, entry string) []string {
 	out := []string{home}
-	for prefix, env := range map[string]string{".config/": "XDG_CONFIG_HOME", ".local/share/": "XDG_DATA_HOME", ".local/state/": "XDG_STATE_HOME"} {
+	for prefix, env := range map[string]string{".config/": "XDG_CONFIG_HOME", ".local/share/": "XDG_DATA_HOME", ".local/state/": "XDG_STATE_HOME", ".cache/": "XDG_CACHE_HOME"} {
 		if !strings.HasPrefix(entry, prefix) {
 			continue
 		}
@@ -248,6 +250,30 @@ func runTrustedDenies(path, settingsFile string, near func(string) bool) []Path 
 	}
 	return denies
 }
+
+// microvmCacheDeny returns the write-deny of the microvm backend's cache
+// directory, the one it boots from (internal/vmcache.Dir: SRT_MICROVM_CACHE,
+// root's /var/cache/srt-microvm, $XDG_CACHE_HOME/srt-microvm), and the
+// patterns that cover it when it comes into being: the kernel and the
+// initramfs whose /init enforces every later VM's rules are there (an
+// adversarial review rewrote ~/xc/srt-microvm's initramfs from a native
+// run with XDG_CACHE_HOME=~/xc and ~ writable; the next VM booted it).
+func microvmCacheDeny() (Path, []string) {
+	dir, err := filepath.Abs(vmcache.Dir())
+	if err != nil {
+		dir = filepath.Clean(vmcache.Dir())
+	}
+	d := makePath(dir, OriginMandatory, RuleMicroVMCache)
+	d.IsDir = true
+	pats := []string{EscapeGlob(dir), EscapeGlob(dir) + "/**"}
+	if d.Resolved != dir {
+		pats = append(pats, EscapeGlob(d.Resolved), EscapeGlob(d.Resolved)+"/**")
+	}
+	return d, pats
+}
+
+// RuleMicroVMCache is the Rule of the microvm cache's write-deny.
+const RuleMicroVMCache = "mandatory: the microvm backend's cache"
 
 // rulePATHDir is the Rule of a PATH directory's write-deny.
 const rulePATHDir = "mandatory: PATH directory"

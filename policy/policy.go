@@ -447,6 +447,13 @@ func compile(s *settings.Settings, env Env) (*Policy, error) {
 		if p.reachesHome() {
 			p.MandatoryPatterns = append(p.MandatoryPatterns, hp...)
 		}
+		// The microvm backend's cache, wherever it is (not only below
+		// the home directory: root's, SRT_MICROVM_CACHE's).
+		cache, cp := microvmCacheDeny()
+		trusted = append(trusted, cache)
+		if longestPrefix(p.AllowWrite, cache.Resolved) >= 0 {
+			p.MandatoryPatterns = append(p.MandatoryPatterns, cp...)
+		}
 	}
 	for _, d := range trusted {
 		if d.Rule == rulePATHDir && Within(d.Resolved, cwd) {

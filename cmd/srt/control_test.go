@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/srt-go/srt/settings"
+	"golang.org/x/sys/unix"
 )
 
 func TestParseControlFD(t *testing.T) {
@@ -81,12 +82,20 @@ func TestOpenControlFD(t *testing.T) {
 	if _, err := openControlFD(int(w.Fd())); err == nil || !strings.Contains(err.Error(), "writing only") {
 		t.Errorf("write end: %v", err)
 	}
-	f, err := openControlFD(int(r.Fd()))
+	// A descriptor of its own for f: two *os.File on one number would
+	// close it twice, the second time (r's finalizer, at some later GC)
+	// whatever another test has opened under that number since.
+	rfd, err := unix.Dup(int(r.Fd()))
+	r.Close()
 	if err != nil {
-		r.Close()
+		t.Fatal(err)
+	}
+	f, err := openControlFD(rfd)
+	if err != nil {
+		unix.Close(rfd)
 		t.Fatalf("read end: %v", err)
 	}
-	defer f.Close() // f and r share the descriptor: close it once
+	defer f.Close()
 	w.Write([]byte("x"))
 	b := make([]byte, 1)
 	if _, err := io.ReadFull(f, b); err != nil || b[0] != 'x' {

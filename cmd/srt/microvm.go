@@ -31,7 +31,27 @@ import (
 // (--violations, --debug, the exit summary, -q), attributed to the
 // command (--command-id) and filtered by ignoreViolations as native's
 // sandbox.Cmd does.
+//
+// The working directory is the kernel's (microvmWorkdir: getcwd(2), its
+// real path), resolved once: the policy, the share's host path, the
+// hidden paths planned in it and QEMU's view all use that path, never
+// $PWD's spelling, which a link in /tmp another user flips could point
+// elsewhere at each later lookup (an adversarial review had the share
+// show the home directory while its hidden paths were planned for the
+// project: ~/.ssh readable).
 func runMicroVM(s *settings.Settings, argv []string, o *options, vfile *os.File, lg *slog.Logger, stdin, stdout, stderr *os.File) int {
+	cwd, err := microvmWorkdir()
+	if err != nil {
+		fmt.Fprintf(stderr, "srt: working directory: %v\n", err)
+		return exitSetup
+	}
+	return runMicroVMAt(cwd, s, argv, o, vfile, lg, stdin, stdout, stderr)
+}
+
+// runMicroVMAt is runMicroVM in working directory cwd, a real path
+// (microvmWorkdir), which nothing here resolves again but the policy,
+// whose result must be cwd itself.
+func runMicroVMAt(cwd string, s *settings.Settings, argv []string, o *options, vfile *os.File, lg *slog.Logger, stdin, stdout, stderr *os.File) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Kill)
 	defer stop()
 	store := violation.NewStore(0)
@@ -51,11 +71,6 @@ func runMicroVM(s *settings.Settings, argv []string, o *options, vfile *os.File,
 			store.Add(v)
 		}
 	}
-	cwd, err := os.Getwd()
-	if err != nil {
-		fmt.Fprintf(stderr, "srt: working directory: %v\n", err)
-		return exitSetup
-	}
 	// The VM sees the working directory and, with the creation-time name
 	// rules on (decided as for native: filesystem.enforceNamesAtCreation),
 	// the policy's write roots, writable at their host paths: the guest
@@ -73,6 +88,12 @@ func runMicroVM(s *settings.Settings, argv []string, o *options, vfile *os.File,
 		fmt.Fprintf(stderr, "srt: %v\n", err)
 		return exitSetup
 	}
+	if pol.Cwd != cwd {
+		// A component of the real path was replaced by a link meanwhile:
+		// the rules were compiled for another directory than the share.
+		fmt.Fprintf(stderr, "srt: --backend microvm: the working directory %s resolved to %s while srt started (a symbolic link on its path changed); not running: %v\n", cwd, pol.Cwd, policy.ErrUnenforceable)
+		return exitSetup
+	}
 	if pol.Network.TLS != nil {
 		fmt.Fprintf(stderr, "srt: %v\n", s.ErrorAt("network.tlsTerminate", errors.New("not supported by the microvm backend yet; remove it or use the native backend")))
 		return exitSetup
@@ -85,6 +106,13 @@ func runMicroVM(s *settings.Settings, argv []string, o *options, vfile *os.File,
 	}
 	readOnly := !pol.FilesystemDisabled
 	denyRead, err := microvm.DenyReadOf(pol)
+	if err != nil {
+		fmt.Fprintf(stderr, "srt: --backend microvm: %v\n", err)
+		return exitSetup
+	}
+	// srtd's API is refused to the VM's proxies as to native's
+	// (sandbox/linux's srtd registry), whatever the lists allow.
+	forbidden, err := microvmForbidden()
 	if err != nil {
 		fmt.Fprintf(stderr, "srt: --backend microvm: %v\n", err)
 		return exitSetup
@@ -114,7 +142,7 @@ func runMicroVM(s *settings.Settings, argv []string, o *options, vfile *os.File,
 		Workdir:  cwd,
 		ReadOnly: readOnly,
 		Env:      microvmEnv(os.Environ()),
-		VM: microvm.Config{Logger: lg, Parent: pol.Network.Parent, Filter: pol.Network.Filter, OnViolation: report,
+		VM: microvm.Config{Logger: lg, Parent: pol.Network.Parent, Filter: pol.Network.Filter, Forbidden: forbidden, OnViolation: report,
 			Shares: shares, Names: names, System: policy.SystemDirs(policy.DefaultSystemDirs), DenyRead: denyRead},
 	}, argv, microvm.Stdio{In: stdin, Out: stdout, Err: stderr})
 	if err != nil {
