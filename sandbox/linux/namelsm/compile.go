@@ -41,6 +41,8 @@ const (
 	kindAnchor     = 5
 	kindSymSuf     = 6
 	kindSymAnchor  = 7
+	kindUnder      = 8
+	maxUnders      = 32
 	maxK           = 8  // MAXK
 	maxExt         = 32 // MAXEXT
 	firstRuleID    = 16
@@ -64,9 +66,16 @@ const (
 	RenameRule    = "a rename the supervisor did not perform (the seccomp filter hands every rename to srt)"
 )
 
+// Value is a rules map value (struct value): the rule id, and the
+// K_UNDER directories (bits) one of which the name must be below (0:
+// anywhere); for a K_UNDER key, its directory's bit.
+type Value struct {
+	Rule, Anchors uint32
+}
+
 // Compiled is what the program's maps hold for a set of rules.
 type Compiled struct {
-	Keys   map[Key]uint32 // → rule id
+	Keys   map[Key]Value
 	Config Config
 	// Rules are the rule texts by id (index id).
 	Rules []string
@@ -83,7 +92,7 @@ type Key struct {
 type Config struct {
 	SuffixMask, WinMask, SymSufMask, Full uint32
 	ExtMask                               uint64
-	HooksRule, Git, Anchors               uint32
+	HooksRule, Git, Anchors, Unders       uint32
 }
 
 // hashName is FNV-1a 64 of one component, as walk_one computes it.
@@ -185,14 +194,55 @@ func split(p string) []string {
 	return strings.Split(p, "/")
 }
 
+// subsumed reports whether pattern p matches no path that a pattern of
+// anyDepth does not: "/abs/**/tail" next to "**/tail" (a denyWrite glob
+// and its resolved form, with the same rule text), or a relative pattern
+// whose first component is literal, which matches no absolute path.
+func subsumed(p string, patterns map[string]bool) bool {
+	if !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "**/") {
+		first, _, _ := strings.Cut(p, "/")
+		return literal(first)
+	}
+	if i := strings.Index(p, "/**/"); strings.HasPrefix(p, "/") && i >= 0 {
+		return patterns[p[i+1:]]
+	}
+	return false
+}
+
+// unreachable reports whether absolute pattern p can match no path in or
+// above a directory of writable: the directory its literal components
+// name (up to the first one with glob syntax) is neither in a writable
+// one nor above one. A nil writable reaches everything.
+func unreachable(p string, writable []string) bool {
+	if writable == nil {
+		return false
+	}
+	var lit []string
+	for _, seg := range split(p) {
+		u, ok := unescape(seg)
+		if !ok || seg == "**" {
+			break
+		}
+		lit = append(lit, u)
+	}
+	dir := "/" + strings.Join(lit, "/")
+	for _, w := range writable {
+		if within(dir, w) || within(w, dir) {
+			return false
+		}
+	}
+	return true
+}
+
 // Compile turns rules into the program's map entries. mounts is the host's
 // mount table (srt's own); writable are the host directories the sandbox
 // can write in (its write roots): the names of the mount points above
 // their file systems' roots are not in a dentry chain, so no any-depth
-// rule may name one of them. It returns an error wrapping ErrInexact when
+// rule may name one of them; an absolute rule that reaches none of them
+// is left out. It returns an error wrapping ErrInexact when
 // a rule cannot be checked exactly.
 func Compile(rules []Rule, mounts []Mount, writable []string) (*Compiled, error) {
-	c := &Compiled{Keys: map[Key]uint32{}, Rules: make([]string, firstRuleID)}
+	c := &Compiled{Keys: map[Key]Value{}, Rules: make([]string, firstRuleID)}
 	c.Rules[ruleDeep] = DeepRule
 	c.Rules[ruleGitFile] = GitFileRule
 	c.Rules[ruleCommondir] = CommondirRule
@@ -200,93 +250,170 @@ func Compile(rules []Rule, mounts []Mount, writable []string) (*Compiled, error)
 	c.Rules[ruleRenameBack] = RenameRule
 	c.Config.Git = 1
 	lits := map[string]bool{}
-	put := func(k Key, id uint32) {
-		if old, ok := c.Keys[k]; ok && c.Rules[old] != c.Rules[id] && old == c.Config.HooksRule {
-			// Another rule on the same key: it wins over the hooks
-			// rule, whose exceptions would otherwise apply to it.
-			c.Keys[k] = id
-			return
-		} else if ok {
-			return
+	var conflict error
+	put := func(k Key, v Value) {
+		old, ok := c.Keys[k]
+		switch {
+		case !ok:
+			c.Keys[k] = v
+		case old.Anchors == 0 && v.Anchors == 0:
+			if old.Rule == c.Config.HooksRule && c.Rules[old.Rule] != c.Rules[v.Rule] {
+				// Another rule on the same key: it wins over the hooks
+				// rule, whose exceptions would otherwise apply to it.
+				c.Keys[k] = v
+			}
+		case old.Anchors == 0:
+			// Anywhere already.
+		case v.Anchors == 0:
+			c.Keys[k] = v
+		case c.Rules[old.Rule] == c.Rules[v.Rule]:
+			old.Anchors |= v.Anchors
+			c.Keys[k] = old
+		default:
+			conflict = fmt.Errorf("%w: %s and %s below different directories on one key", ErrInexact, c.Rules[old.Rule], c.Rules[v.Rule])
 		}
-		c.Keys[k] = id
+	}
+	// anyDepth compiles "**/"+rest (segs: rest's components) for rule id,
+	// below the K_UNDER directories under (0: anywhere).
+	anyDepth := func(p string, segs []string, id, under uint32) error {
+		tree := segs[len(segs)-1] == "**"
+		if tree {
+			segs = segs[:len(segs)-1]
+		}
+		if len(segs) == 1 && !tree && len(segs[0]) > 1 && segs[0][0] == '*' && literal(segs[0][1:]) && len(segs[0])-1 <= maxExt {
+			tail := segs[0][1:]
+			c.Config.ExtMask |= 1 << len(tail)
+			put(Key{H: hashTail(tail), Kind: kindExt | uint32(len(tail))<<8}, Value{id, under})
+			return nil
+		}
+		if len(segs) == 0 || len(segs) > maxK {
+			return fmt.Errorf("%w: %s (%d components)", ErrInexact, p, len(segs))
+		}
+		for _, s := range segs {
+			if !literal(s) {
+				return fmt.Errorf("%w: %s", ErrInexact, p)
+			}
+			lits[s] = true
+		}
+		k := uint32(len(segs))
+		if tree {
+			c.Config.WinMask |= 1 << k
+			c.Config.Full = 1
+			put(Key{H: hashWindow(segs), Kind: kindWin | k<<8}, Value{id, under})
+		} else {
+			c.Config.SuffixMask |= 1 << k
+			put(Key{H: hashWindow(segs), Kind: kindSuffix | k<<8}, Value{id, under})
+		}
+		// A symlink whose name ends in the rule's directory part
+		// (names.go's symlinkDenied).
+		for j := 1; j < len(segs); j++ {
+			c.Config.SymSufMask |= 1 << j
+			put(Key{H: hashWindow(segs[:j]), Kind: kindSymSuf | uint32(j)<<8}, Value{id, under})
+		}
+		return nil
+	}
+	// anchor returns the device and components from its file system's
+	// root of literal host path lit.
+	anchor := func(p, lit string) (uint32, []string, error) {
+		m, ok := mountOf(mounts, lit)
+		if !ok {
+			return 0, nil, fmt.Errorf("%w: %s (no mount shows it)", ErrInexact, p)
+		}
+		comps := relComps(m, lit)
+		if len(comps) == 0 || len(comps) > 64 {
+			return 0, nil, fmt.Errorf("%w: %s (a file system's root, or too deep)", ErrInexact, p)
+		}
+		return KernelDev(m.Dev), comps, nil
+	}
+	unders := map[Key]uint32{}
+	patterns := map[string]bool{}
+	for _, r := range rules {
+		if strings.HasPrefix(r.Pattern, "**/") {
+			patterns[r.Pattern] = true
+		}
 	}
 	for _, r := range rules {
+		p := r.Pattern
+		if subsumed(p, patterns) {
+			continue
+		}
+		if strings.HasPrefix(p, "/") && unreachable(p, writable) {
+			// Nothing the sandbox can write is in or above it: no
+			// name it matches can come into being there.
+			continue
+		}
 		id := uint32(len(c.Rules))
 		c.Rules = append(c.Rules, r.Rule)
-		p := r.Pattern
-		switch {
-		case p == hooksPattern:
+		if p == hooksPattern {
 			c.Config.HooksRule = id
-			fallthrough
-		case strings.HasPrefix(p, "**/"):
-			segs := strings.Split(p[3:], "/")
-			tree := segs[len(segs)-1] == "**"
-			if tree {
-				segs = segs[:len(segs)-1]
+		}
+		if rest, ok := strings.CutPrefix(p, "**/"); ok {
+			if err := anyDepth(p, strings.Split(rest, "/"), id, 0); err != nil {
+				return nil, err
 			}
-			if len(segs) == 1 && !tree && len(segs[0]) > 1 && segs[0][0] == '*' && literal(segs[0][1:]) && len(segs[0])-1 <= maxExt {
-				tail := segs[0][1:]
-				c.Config.ExtMask |= 1 << len(tail)
-				put(Key{H: hashTail(tail), Kind: kindExt | uint32(len(tail))<<8}, id)
-				continue
-			}
-			if len(segs) == 0 || len(segs) > maxK {
-				return nil, fmt.Errorf("%w: %s (%d components)", ErrInexact, p, len(segs))
-			}
-			for _, s := range segs {
-				if !literal(s) {
-					return nil, fmt.Errorf("%w: %s", ErrInexact, p)
-				}
-				lits[s] = true
-			}
-			k := uint32(len(segs))
-			if tree {
-				c.Config.WinMask |= 1 << k
-				c.Config.Full = 1
-				put(Key{H: hashWindow(segs), Kind: kindWin | k<<8}, id)
-			} else {
-				c.Config.SuffixMask |= 1 << k
-				put(Key{H: hashWindow(segs), Kind: kindSuffix | k<<8}, id)
-			}
-			// A symlink whose name ends in the rule's directory part
-			// (names.go's symlinkDenied).
-			for j := 1; j < len(segs); j++ {
-				c.Config.SymSufMask |= 1 << j
-				put(Key{H: hashWindow(segs[:j]), Kind: kindSymSuf | uint32(j)<<8}, id)
-			}
-		case strings.HasPrefix(p, "/"):
-			tree := strings.HasSuffix(p, "/**")
-			lit, ok := unescape(strings.TrimSuffix(p, "/**"))
+			continue
+		}
+		if !strings.HasPrefix(p, "/") {
+			return nil, fmt.Errorf("%w: %s", ErrInexact, p)
+		}
+		if i := strings.Index(p, "/**/"); i > 0 {
+			// "/dir/**/rest": rest at any depth below dir.
+			lit, ok := unescape(p[:i])
 			if !ok || path.Clean(lit) != lit {
 				return nil, fmt.Errorf("%w: %s", ErrInexact, p)
 			}
-			m, ok := mountOf(mounts, lit)
+			dev, comps, err := anchor(p, lit)
+			if err != nil {
+				return nil, err
+			}
+			uk := Key{H: hashPath(comps), Kind: kindUnder, Dev: dev}
+			bit, ok := unders[uk]
 			if !ok {
-				return nil, fmt.Errorf("%w: %s (no mount shows it)", ErrInexact, p)
+				if len(unders) == maxUnders {
+					return nil, fmt.Errorf("%w: more than %d directories with rules below them", ErrInexact, maxUnders)
+				}
+				bit = 1 << len(unders)
+				unders[uk] = bit
+				c.Keys[uk] = Value{0, bit}
 			}
-			comps := relComps(m, lit)
-			if len(comps) == 0 || len(comps) > 64 {
-				return nil, fmt.Errorf("%w: %s (a file system's root, or too deep)", ErrInexact, p)
+			c.Config.Anchors, c.Config.Unders, c.Config.Full = 1, 1, 1
+			if err := anyDepth(p, strings.Split(p[i+4:], "/"), id, bit); err != nil {
+				return nil, err
 			}
-			dev := KernelDev(m.Dev)
-			kind := uint32(kindAnchor)
-			if tree {
-				kind = kindTree
-			}
-			c.Config.Anchors, c.Config.Full = 1, 1
-			put(Key{H: hashPath(comps), Kind: kind, Dev: dev}, id)
-			// A symlink at a proper ancestor stands for a directory
-			// whose names would appear below it (symlinkDenied); the
-			// host's "/" is no name.
-			hp := path.Dir(lit)
-			for j := len(comps) - 1; j >= 1 && hp != "/"; j-- {
-				put(Key{H: hashPath(comps[:j]), Kind: kindSymAnchor, Dev: dev}, id)
+			// A symlink at dir or above it (symlinkDenied).
+			hp := lit
+			for j := len(comps); j >= 1 && hp != "/"; j-- {
+				put(Key{H: hashPath(comps[:j]), Kind: kindSymAnchor, Dev: dev}, Value{id, 0})
 				hp = path.Dir(hp)
 			}
-		default:
+			continue
+		}
+		tree := strings.HasSuffix(p, "/**")
+		lit, ok := unescape(strings.TrimSuffix(p, "/**"))
+		if !ok || path.Clean(lit) != lit {
 			return nil, fmt.Errorf("%w: %s", ErrInexact, p)
 		}
+		dev, comps, err := anchor(p, lit)
+		if err != nil {
+			return nil, err
+		}
+		kind := uint32(kindAnchor)
+		if tree {
+			kind = kindTree
+		}
+		c.Config.Anchors, c.Config.Full = 1, 1
+		put(Key{H: hashPath(comps), Kind: kind, Dev: dev}, Value{id, 0})
+		// A symlink at a proper ancestor stands for a directory whose
+		// names would appear below it (symlinkDenied); the host's "/"
+		// is no name.
+		hp := path.Dir(lit)
+		for j := len(comps) - 1; j >= 1 && hp != "/"; j-- {
+			put(Key{H: hashPath(comps[:j]), Kind: kindSymAnchor, Dev: dev}, Value{id, 0})
+			hp = path.Dir(hp)
+		}
+	}
+	if conflict != nil {
+		return nil, conflict
 	}
 	// The mount points above the write roots' file systems.
 	for _, w := range writable {

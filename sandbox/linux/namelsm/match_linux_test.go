@@ -32,14 +32,16 @@ func newMatcher(t *testing.T, c *Compiled) *matcher {
 		t.Fatalf("loading the test program: %v", err)
 	}
 	t.Cleanup(func() { m.objs.Close() })
-	for k, id := range c.Keys {
+	for k, v := range c.Keys {
 		key := matchtestKey{H: k.H, Kind: k.Kind, Dev: k.Dev}
-		if err := m.objs.Rules.Put(&key, &id); err != nil {
+		val := matchtestValue{Rule: v.Rule, Anchors: v.Anchors}
+		if err := m.objs.Rules.Put(&key, &val); err != nil {
 			t.Fatal(err)
 		}
 	}
 	cf := matchtestConfig{SuffixMask: c.Config.SuffixMask, WinMask: c.Config.WinMask, SymsufMask: c.Config.SymSufMask,
-		Full: c.Config.Full, ExtMask: c.Config.ExtMask, HooksRule: c.Config.HooksRule, Git: c.Config.Git, Anchors: c.Config.Anchors}
+		Full: c.Config.Full, ExtMask: c.Config.ExtMask, HooksRule: c.Config.HooksRule, Git: c.Config.Git, Anchors: c.Config.Anchors,
+		Unders: c.Config.Unders}
 	if err := m.objs.Cfg.Put(uint32(0), &cf); err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +88,8 @@ func (m *matcher) judge(t *testing.T, p, kind string, dev uint32) string {
 // name, under the mandatory patterns and user globs of each shape the
 // compiler takes, absolute ones included.
 func TestMatchLikeSupervisor(t *testing.T) {
-	patterns := append(policy.MandatoryGlobs(false), "**/.env", "**/*.pem", "**/secrets/**", "/w/secrets/**", "/w/only", "**/.config/app/token")
+	patterns := append(policy.MandatoryGlobs(false), "**/.env", "**/*.pem", "**/secrets/**", "/w/secrets/**", "/w/only", "**/.config/app/token",
+		"/w/p/**/.npmrc", "/w/p/**/*.crt", "/w/p/**/cache/**", "/w/q/**/.yarnrc")
 	kr := supervisor.KernelRulesOf(patterns...)
 	pats, texts := kr.Patterns()
 	var rules []Rule
@@ -116,7 +119,10 @@ func TestMatchLikeSupervisor(t *testing.T) {
 		"/w/.hg", "/w/.hg/hgrc", "/w/.config", "/w/.config/git", "/w/.config/git/config", "/w/.config/gitx",
 		"/w/.config/app", "/w/.config/app/token", "/w/.ssh/authorized_keys", "/w/.ssh",
 		"/w/sub/.git", "/w/plain/file.txt", "/w/a/b/c",
+		"/w/p/.npmrc", "/w/p/a/b/.npmrc", "/w/.npmrc", "/w/x/p/.npmrc", "/w/q/.yarnrc", "/w/qq/.yarnrc", "/w/q/.npmrc", "/w/p/x.crt", "/w/x.crt",
+		"/w/p/a/cache", "/w/p/a/cache/f", "/w/cache/f", "/w/p", "/w/p/cache", "/w", "/w/q",
 	}
+	denied, allowed := 0, 0
 	for _, p := range paths {
 		for kind := range kinds {
 			want := kr.Denied(p, kind)
@@ -124,7 +130,15 @@ func TestMatchLikeSupervisor(t *testing.T) {
 			if (got == "") != (want == "") {
 				t.Errorf("%s as %s: BPF %q, supervisor %q", p, kind, got, want)
 			}
+			if want == "" {
+				allowed++
+			} else {
+				denied++
+			}
 		}
+	}
+	if denied < 100 || allowed < 50 {
+		t.Errorf("the table refuses %d and allows %d cases: too few of one to tell", denied, allowed)
 	}
 	// The git directory rule the kernel path takes instead of looking
 	// into the directory (stricter than the supervisor).

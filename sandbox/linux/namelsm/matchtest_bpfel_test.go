@@ -36,7 +36,7 @@ type matchtestConfig struct {
 	HooksRule  uint32
 	Git        uint32
 	Anchors    uint32
-	Pad        uint32
+	Unders     uint32
 }
 
 type matchtestKey struct {
@@ -60,6 +60,12 @@ type matchtestTestctx struct {
 	Rule   uint32
 	Pad    uint32
 	Name   [16][64]int8
+}
+
+type matchtestValue struct {
+	_       structs.HostLayout
+	Rule    uint32
+	Anchors uint32
 }
 
 // Names of all BPF objects in the ELF.

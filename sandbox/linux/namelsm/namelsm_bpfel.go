@@ -36,7 +36,7 @@ type namelsmConfig struct {
 	HooksRule  uint32
 	Git        uint32
 	Anchors    uint32
-	Pad        uint32
+	Unders     uint32
 }
 
 type namelsmEvent struct {
@@ -55,6 +55,12 @@ type namelsmKey struct {
 	H    uint64
 	Kind uint32
 	Dev  uint32
+}
+
+type namelsmValue struct {
+	_       structs.HostLayout
+	Rule    uint32
+	Anchors uint32
 }
 
 // Names of all BPF objects in the ELF.

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -29,7 +30,9 @@ type Program struct {
 	rules  []string
 	mounts []Mount
 	once   sync.Once
-	done   chan struct{}
+	// serving is set by Serve; done is closed when its goroutine ends.
+	serving bool
+	done    chan struct{}
 }
 
 // Event is one refusal of the program.
@@ -108,6 +111,9 @@ func Load(c *Compiled, mounts []Mount) (*Program, error) {
 		if errors.As(err, &ve) {
 			return nil, fmt.Errorf("namelsm: the verifier refused the program: %w", err)
 		}
+		if errors.Is(err, unix.EPERM) {
+			return nil, fmt.Errorf("namelsm: the kernel refuses to load a BPF LSM program (EPERM: bpf not in its lsm= list, missing capabilities, or a kernel that lets no program attach to its functions): %w", unix.EPERM)
+		}
 		return nil, fmt.Errorf("namelsm: loading: %w", err)
 	}
 	ok := false
@@ -116,14 +122,16 @@ func Load(c *Compiled, mounts []Mount) (*Program, error) {
 			p.Close()
 		}
 	}()
-	for k, id := range c.Keys {
+	for k, v := range c.Keys {
 		key := namelsmKey{H: k.H, Kind: k.Kind, Dev: k.Dev}
-		if err := p.objs.Rules.Put(&key, &id); err != nil {
+		val := namelsmValue{Rule: v.Rule, Anchors: v.Anchors}
+		if err := p.objs.Rules.Put(&key, &val); err != nil {
 			return nil, fmt.Errorf("namelsm: rules map: %w", err)
 		}
 	}
 	cf := namelsmConfig{SuffixMask: c.Config.SuffixMask, WinMask: c.Config.WinMask, SymsufMask: c.Config.SymSufMask,
-		Full: c.Config.Full, ExtMask: c.Config.ExtMask, HooksRule: c.Config.HooksRule, Git: c.Config.Git, Anchors: c.Config.Anchors}
+		Full: c.Config.Full, ExtMask: c.Config.ExtMask, HooksRule: c.Config.HooksRule, Git: c.Config.Git, Anchors: c.Config.Anchors,
+		Unders: c.Config.Unders}
 	if err := p.objs.Cfg.Put(uint32(0), &cf); err != nil {
 		return nil, fmt.Errorf("namelsm: config map: %w", err)
 	}
@@ -184,12 +192,13 @@ func (p *Program) Register(ns int, private []int, writable []uint64) error {
 // Serve hands every refusal to on, from a goroutine of its own, until
 // Close.
 func (p *Program) Serve(on func(Event)) {
+	p.serving = true
 	go func() {
 		defer close(p.done)
 		for {
 			rec, err := p.rd.Read()
 			if err != nil {
-				return // closed
+				return // drained (Close's deadline) or closed
 			}
 			var e namelsmEvent
 			if binary.Read(bytes.NewReader(rec.RawSample), binary.NativeEndian, &e) != nil {
@@ -245,16 +254,36 @@ func cstr(b []int8) string {
 	return string(out)
 }
 
-// Close detaches and unloads the program; the event goroutine ends.
+// Close detaches and unloads the program, once every refusal recorded so
+// far has gone to Serve's function.
 func (p *Program) Close() error {
 	p.once.Do(func() {
 		for _, l := range p.links {
 			l.Close()
 		}
 		if p.rd != nil {
+			if p.serving {
+				// Read returns what is there, then the deadline.
+				p.rd.SetDeadline(time.Now())
+				<-p.done
+			}
 			p.rd.Close()
 		}
 		p.objs.Close()
 	})
 	return nil
+}
+
+// Probe loads and attaches the program with no rules and unloads it
+// again: nil when this kernel and this process can run it.
+func Probe() error {
+	c, err := Compile(nil, nil, nil)
+	if err != nil {
+		return err
+	}
+	p, err := Load(c, nil)
+	if err != nil {
+		return err
+	}
+	return p.Close()
 }

@@ -22,6 +22,7 @@
 #define K_ANCHOR 5     /* that path only */
 #define K_SYMSUF 6     /* a symlink whose last k components are a rule's directory part */
 #define K_SYMANCHOR 7  /* a symlink at a proper ancestor of an anchored rule */
+#define K_UNDER 8      /* a path from the superblock's root some rules need the name below */
 
 /* Rule ids of the program's own rules (compile.go's rule*). */
 #define R_DEEP 1
@@ -43,6 +44,14 @@ struct key {
 	__u32 dev;
 };
 
+/* A rules map value: the rule, and the K_UNDER directories (bits) one of
+ * which the name must be below for it to apply (0: anywhere). For a
+ * K_UNDER key, anchors is that directory's bit. */
+struct value {
+	__u32 rule;
+	__u32 anchors;
+};
+
 struct config {
 	__u32 suffix_mask; /* bit k: some K_SUFFIX key has k components */
 	__u32 win_mask;
@@ -51,15 +60,15 @@ struct config {
 	__u64 ext_mask;	   /* bit L: some K_EXT key has L bytes */
 	__u32 hooks_rule;  /* rule id of **\/.git/hooks/\*\* (0: none) */
 	__u32 git;	   /* the git name rules are on */
-	__u32 anchors;	   /* some K_TREE/K_ANCHOR key */
-	__u32 pad;
+	__u32 anchors;	   /* some K_TREE/K_ANCHOR/K_UNDER key */
+	__u32 unders;	   /* some K_UNDER key */
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
 	__type(key, struct key);
-	__type(value, __u32); /* rule id */
+	__type(value, struct value);
 } rules SEC(".maps");
 
 struct {
@@ -207,6 +216,8 @@ struct matchctx {
 	__u32 dev;
 	__u32 rule;
 	__u32 excepted; /* hooks_ok: the hooks rule does not apply */
+	__u32 under;	/* the K_UNDER directories the name is below */
+	__u32 pad2;
 	__u64 prefix;
 };
 
@@ -223,24 +234,26 @@ static __always_inline int hooks_ok(struct chain *c, __u32 kind)
 
 /* hit returns the rule of key, or 0; excepted: the hooks rule is not one
  * here (hooks_ok). A global function, verified once. */
-__noinline int hit(struct key *key, __u32 hooks_rule, __u32 excepted)
+__noinline int hit(struct key *key, __u32 hooks_rule, __u32 excepted, __u32 under)
 {
 	if (!key)
 		return 0;
-	__u32 *r = bpf_map_lookup_elem(&rules, key);
-	if (!r)
+	struct value *v = bpf_map_lookup_elem(&rules, key);
+	if (!v)
 		return 0;
-	if (*r == hooks_rule && excepted)
+	if (v->rule == hooks_rule && excepted)
 		return 0;
-	return *r;
+	if (v->anchors && !(v->anchors & under))
+		return 0;
+	return v->rule;
 }
 
-#define HIT(m, key)                                                      \
-	({                                                               \
-		__u32 __r = hit(&(key), (m)->k->hooks_rule, (m)->excepted); \
-		if (__r)                                                 \
-			(m)->rule = __r;                                 \
-		__r;                                                     \
+#define HIT(m, key)                                                                  \
+	({                                                                           \
+		__u32 __r = hit(&(key), (m)->k->hooks_rule, (m)->excepted, (m)->under); \
+		if (__r)                                                             \
+			(m)->rule = __r;                                             \
+		__r;                                                                 \
 	})
 
 /* win_one: the windows at component i, one per length, folded leaf to
@@ -275,6 +288,13 @@ static long anchor_one(__u64 j, void *p)
 	__u32 x = c->depth - 1 - j;
 	m->prefix = mix(m->prefix, c->ch[x & (MAXD - 1)]);
 	struct key key = {.h = m->prefix, .kind = K_TREE, .dev = m->dev};
+	if (x > 0 && m->k->unders) {
+		key.kind = K_UNDER;
+		struct value *v = bpf_map_lookup_elem(&rules, &key);
+		if (v)
+			m->under |= v->anchors;
+		key.kind = K_TREE;
+	}
 	if (HIT(m, key))
 		return 1;
 	if (x == 0) {
@@ -348,6 +368,16 @@ static __always_inline __u32 match(struct chain *c, struct config *k, __u32 kind
 			return R_BARE;
 	}
 	struct matchctx m = {.c = c, .k = k, .kind = kind, .dev = dev, .excepted = hooks_ok(c, kind)};
+	if (k->full && !c->rooted)
+		return R_DEEP;
+	/* First the paths from the root: they also say which K_UNDER
+	 * directories the name is below, which the rules after need. */
+	if (k->anchors) {
+		m.prefix = FNV_BASIS;
+		bpf_loop(MAXD, anchor_one, &m, 0);
+		if (m.rule)
+			return m.rule;
+	}
 	if (k->ext_mask) {
 		bpf_loop(MAXEXT, ext_one, &m, 0);
 		if (m.rule)
@@ -355,16 +385,8 @@ static __always_inline __u32 match(struct chain *c, struct config *k, __u32 kind
 	}
 	if (suffixes(&m))
 		return m.rule;
-	if (k->full && !c->rooted)
-		return R_DEEP;
 	if (k->win_mask) {
 		bpf_loop(MAXD, win_one, &m, 0);
-		if (m.rule)
-			return m.rule;
-	}
-	if (k->anchors) {
-		m.prefix = FNV_BASIS;
-		bpf_loop(MAXD, anchor_one, &m, 0);
 		if (m.rule)
 			return m.rule;
 	}
