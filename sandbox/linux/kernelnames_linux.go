@@ -5,9 +5,11 @@ package linux
 // supervisor's emulation of every creating call.
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/srt-go/srt/sandbox/linux/fsplan"
@@ -79,9 +81,20 @@ func kernelNames(cfg Config, spec *wire.InitSpec, tmpdir string, m fsplan.Mappin
 	if err != nil {
 		return nil, err
 	}
+	// A kernel that refused the program refuses it for the whole boot.
+	refusedFile := ""
+	if sd, err := StateDir(); err == nil {
+		refusedFile = filepath.Join(sd, "namelsm-refused")
+		if why := namelsm.Refused(refusedFile); why != "" {
+			return nil, errNoKernelPath{why + " (earlier in this boot)"}
+		}
+	}
 	start := time.Now()
 	prog, err := namelsm.Load(c, mounts)
 	if err != nil {
+		if refusedFile != "" && errors.Is(err, namelsm.ErrRefused) {
+			namelsm.NoteRefused(refusedFile, err)
+		}
 		return nil, err
 	}
 	lg.Debug("namelsm", "loaded", time.Since(start), "keys", len(c.Keys))

@@ -3,7 +3,9 @@ package namelsm
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -96,6 +98,10 @@ func unoctal(s string) string {
 	return b.String()
 }
 
+// ErrRefused is wrapped by Load's error when the kernel refuses BPF LSM
+// programs as such (not this policy's maps): it will for the whole boot.
+var ErrRefused = errors.New("refused by the kernel")
+
 // Load loads the program with c's rules and attaches it to every hook. It
 // fails (and leaves nothing behind) where the kernel has no BPF LSM, the
 // caller may not load it, or the verifier refuses it: the caller then
@@ -112,7 +118,7 @@ func Load(c *Compiled, mounts []Mount) (*Program, error) {
 			return nil, fmt.Errorf("namelsm: the verifier refused the program: %w", err)
 		}
 		if errors.Is(err, unix.EPERM) {
-			return nil, fmt.Errorf("namelsm: the kernel refuses to load a BPF LSM program (EPERM: bpf not in its lsm= list, missing capabilities, or a kernel that lets no program attach to its functions): %w", unix.EPERM)
+			return nil, fmt.Errorf("namelsm: the kernel refuses to load a BPF LSM program (EPERM: bpf not in its lsm= list, missing capabilities, or a kernel that lets no program attach to its functions): %w", ErrRefused)
 		}
 		return nil, fmt.Errorf("namelsm: loading: %w", err)
 	}
@@ -286,4 +292,43 @@ func Probe() error {
 		return err
 	}
 	return p.Close()
+}
+
+// Refusal is what a kernel that refused the program said, kept for the
+// rest of the boot (Refused, NoteRefused): trying again costs every run
+// the parsing of the kernel's BTF and the failed load (about 100 ms).
+type Refusal struct {
+	// Key is the boot and the program object: another boot or another
+	// srt build tries again.
+	Key    string
+	Reason string
+}
+
+// refusalKey is this boot's ID and the object's digest.
+func refusalKey() string {
+	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	sum := sha256.Sum256(_NamelsmBytes)
+	return strings.TrimSpace(string(boot)) + " " + hex.EncodeToString(sum[:8])
+}
+
+// Refused returns why the kernel refused the program earlier in this
+// boot, per file f (a file in srt's private state directory), or "".
+func Refused(f string) string {
+	b, err := os.ReadFile(f)
+	if err != nil {
+		return ""
+	}
+	key, reason, ok := strings.Cut(string(b), "\n")
+	if !ok || key != refusalKey() {
+		return ""
+	}
+	return reason
+}
+
+// NoteRefused records in f that the kernel refused the program (err).
+func NoteRefused(f string, err error) {
+	tmp := f + ".tmp"
+	if os.WriteFile(tmp, []byte(refusalKey()+"\n"+err.Error()), 0o600) == nil {
+		os.Rename(tmp, f)
+	}
 }
