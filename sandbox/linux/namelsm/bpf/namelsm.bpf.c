@@ -218,7 +218,7 @@ int BPF_PROG(inode_link, struct dentry *old_dentry, struct inode *dir, struct de
 
 SEC("lsm/inode_rename")
 int BPF_PROG(inode_rename, struct inode *old_dir, struct dentry *old_dentry, struct inode *new_dir,
-	     struct dentry *new_dentry, unsigned int flags, int ret)
+	     struct dentry *new_dentry, int ret)
 {
 	if (ret || !in_scope())
 		return ret;
