@@ -170,6 +170,7 @@ __noinline int check(__u64 dp, __u32 kind, __u32 op)
 	return -EACCES;
 }
 
+#ifndef NAMELSM_NO_HOOKS
 SEC("lsm/inode_create")
 int BPF_PROG(inode_create, struct inode *dir, struct dentry *dentry, umode_t mode, int ret)
 {
@@ -259,3 +260,4 @@ int BPF_PROG(path_truncate, const struct path *path, int ret)
 	struct dentry *d = BPF_CORE_READ(path, dentry);
 	return check((__u64)d, KEXISTED, OP_TRUNCATE);
 }
+#endif /* NAMELSM_NO_HOOKS */
