@@ -147,6 +147,11 @@ func (d *dispatcher) emulate(fd int, nt seccomp.Notification, c seccomp.Call) bo
 	if d.kernelNames && c.Name != "umask" && (c.FS == nil || c.FS.Op != seccomp.OpRename) {
 		return false
 	}
+	if d.kernelNames {
+		// The mkdirs and symlinks that empty the directory cache are
+		// not seen on this path: a cached path could lead elsewhere.
+		d.cr.res.forgetDirs()
+	}
 	switch c.Name {
 	case "umask":
 		// The mask is an argument, not memory: letting the call run is
