@@ -65,4 +65,13 @@
 // Refusals are EACCES, as the supervisor's, and each goes through a ring
 // buffer to the same violation record (Program.Serve), with the rule
 // text the supervisor would give.
+//
+// # Building
+//
+// The objects are committed; to regenerate them after changing bpf/*.c
+// or bpf/*.h: apt-get install clang-14 libbpf-dev, then go generate
+// ./sandbox/linux/namelsm. bpf/core.h declares the few kernel structures
+// the program reads, relocated at load time against the running kernel's
+// BTF (CO-RE), instead of a generated vmlinux.h. The two test objects
+// (matchtest, verifytest) are built into the tests only.
 package namelsm
