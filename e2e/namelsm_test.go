@@ -18,11 +18,14 @@ import (
 // the BPF LSM program. Elsewhere these tests skip, saying why, unless
 // SRT_TEST_REQUIRE_BPFLSM is set (a host known to run it), where they
 // fail. The attack tables (creation_test.go, mandatory_test.go) run on
-// whichever path srt takes: the kernel's as root where it loads, the
-// supervisor's as the unprivileged user; SRT_NAME_RULES=supervisor
-// forces the supervisor as root too.
+// the supervisor's path, the default; SRT_NAME_RULES=kernel opts a run
+// into the kernel's.
 
 const kernelPathLine = "creation-time rules path"
+
+// kernelEnv opts a run into the in-kernel path (experimental, off by
+// default: linux.NameRulesEnv).
+var kernelEnv = []string{"SRT_NAME_RULES=kernel"}
 
 // needKernelPath skips unless `srt --check` run as root says the
 // in-kernel path is in use here.
@@ -32,7 +35,9 @@ func needKernelPath(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the in-kernel path needs root")
 	}
-	out, _ := exec.Command(srtBin, "--check").CombinedOutput()
+	check := exec.Command(srtBin, "--check")
+	check.Env = append(os.Environ(), kernelEnv...)
+	out, _ := check.CombinedOutput()
 	for _, l := range strings.Split(string(out), "\n") {
 		if strings.Contains(l, kernelPathLine) {
 			if strings.Contains(l, "kernel (BPF LSM)") && !strings.Contains(l, "not available") {
@@ -79,7 +84,7 @@ func TestKernelNamesUsed(t *testing.T) {
 	needKernelPath(t)
 	u := &account{name: "root", home: os.Getenv("HOME"), direct: true}
 	dir := u.workDir(t)
-	out, errOut, code := srtRun{u: u, dir: dir, settings: creationSettings, pre: []string{"-d"},
+	out, errOut, code := srtRun{u: u, dir: dir, settings: creationSettings, pre: []string{"-d"}, env: kernelEnv,
 		args: []string{"sh", "-c", `for i in $(seq 1000); do : > f$i; done; touch .env; echo rc=$?; mkdir -p r/.git/hooks && : > r/.git/hooks/x.sample && echo sample-ok; touch r/.git/hooks/post-checkout; echo hook=$?`}}.run(t)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
@@ -118,8 +123,8 @@ func TestKernelNamesIsolation(t *testing.T) {
 	script := `while [ ! -e go ]; do sleep 0.05; done; touch x.alpha; echo alpha=$?; touch x.beta; echo beta=$?`
 	var wg sync.WaitGroup
 	res := make([]string, 2)
-	for i, r := range []srtRun{{u: u, dir: dirA, settings: setA, args: []string{"sh", "-c", script}},
-		{u: u, dir: dirB, settings: setB, args: []string{"sh", "-c", script}}} {
+	for i, r := range []srtRun{{u: u, dir: dirA, settings: setA, env: kernelEnv, args: []string{"sh", "-c", script}},
+		{u: u, dir: dirB, settings: setB, env: kernelEnv, args: []string{"sh", "-c", script}}} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -153,8 +158,8 @@ func TestKernelNamesIsolation(t *testing.T) {
 	}
 }
 
-// TestCreationRulesSupervisorForced: SRT_NAME_RULES=supervisor makes
-// the run use the supervisor, which srt -d says, with the same refusal.
+// TestCreationRulesSupervisorForced: without SRT_NAME_RULES=kernel a run
+// uses the supervisor, which srt -d says, with the same refusal.
 func TestCreationRulesSupervisorForced(t *testing.T) {
 	requireSandbox(t)
 	u := &account{name: "root", home: os.Getenv("HOME"), direct: true}
@@ -162,13 +167,13 @@ func TestCreationRulesSupervisorForced(t *testing.T) {
 		t.Skip("as root")
 	}
 	dir := u.workDir(t)
-	out, errOut, code := srtRun{u: u, dir: dir, settings: creationSettings, pre: []string{"-d"}, env: []string{"SRT_NAME_RULES=supervisor"},
+	out, errOut, code := srtRun{u: u, dir: dir, settings: creationSettings, pre: []string{"-d"},
 		args: []string{"sh", "-c", `touch .env; echo rc=$?`}}.run(t)
 	if code != 0 {
 		t.Errorf("exit %d", code)
 	}
-	if !strings.Contains(errOut, `path="supervisor (seccomp user notification)" why="SRT_NAME_RULES=supervisor"`) {
-		t.Errorf("srt -d does not say the supervisor was forced:\n%s", errOut)
+	if !strings.Contains(errOut, `path="supervisor (seccomp user notification)" why="the in-kernel path is experimental: SRT_NAME_RULES=kernel tries it"`) {
+		t.Errorf("srt -d does not say the supervisor runs by default:\n%s", errOut)
 	}
 	if !strings.Contains(out, "rc=1") {
 		t.Errorf(".env not refused:\n%s", out)

@@ -1,3 +1,5 @@
+//go:build srt_bpflsm
+
 package linux
 
 // This file runs in srt: the in-kernel path of the creation-time name
@@ -7,6 +9,7 @@ package linux
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -20,28 +23,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// NameRulesEnv forces the supervisor path of the creation-time rules
-// when set to "supervisor" (tests, benchmarks).
-const NameRulesEnv = "SRT_NAME_RULES"
-
-// Paths of the creation-time name rules, as `srt --check` and `srt -d`
-// name them.
-const (
-	NamePathKernel     = "kernel (BPF LSM)"
-	NamePathSupervisor = "supervisor (seccomp user notification)"
-)
-
-// errNoKernelPath is why a run uses the supervisor.
-type errNoKernelPath struct{ why string }
-
-func (e errNoKernelPath) Error() string { return e.why }
-
 // kernelNamesEligible says why this run cannot use the in-kernel rules
 // before anything is loaded, nil when it may try.
 func kernelNamesEligible(cfg Config, spec *wire.InitSpec, m fsplan.Mapping) error {
 	switch {
-	case os.Getenv(NameRulesEnv) == "supervisor":
-		return errNoKernelPath{NameRulesEnv + "=supervisor"}
+	case os.Getenv(NameRulesEnv) != "kernel":
+		return errNotChosen
 	case os.Geteuid() != 0:
 		return errNoKernelPath{"srt is not root (loading a BPF LSM program needs CAP_BPF, CAP_PERFMON and CAP_MAC_ADMIN)"}
 	case spec.Seccomp.AllowNestedUserNamespaces:
@@ -55,7 +42,7 @@ func kernelNamesEligible(cfg Config, spec *wire.InitSpec, m fsplan.Mapping) erro
 // kernelNames sets spec up for the in-kernel rules and returns the
 // loaded program, or nil and why the supervisor is used (spec
 // untouched then). The caller closes the program when the sandbox ends.
-func kernelNames(cfg Config, spec *wire.InitSpec, tmpdir string, m fsplan.Mapping, addFD func(*os.File) int, on func(violation.Violation), lg *slog.Logger) (*namelsm.Program, error) {
+func kernelNames(cfg Config, spec *wire.InitSpec, tmpdir string, m fsplan.Mapping, addFD func(*os.File) int, on func(violation.Violation), lg *slog.Logger) (io.Closer, error) {
 	if err := kernelNamesEligible(cfg, spec, m); err != nil {
 		return nil, err
 	}
@@ -139,8 +126,8 @@ func kernelNames(cfg Config, spec *wire.InitSpec, tmpdir string, m fsplan.Mappin
 // this process would take on this host, and why (for `srt --check`):
 // the in-kernel one where the program loads and attaches here.
 func KernelNamesPath() (string, error) {
-	if os.Getenv(NameRulesEnv) == "supervisor" {
-		return NamePathSupervisor, errNoKernelPath{NameRulesEnv + "=supervisor"}
+	if os.Getenv(NameRulesEnv) != "kernel" {
+		return NamePathSupervisor, errNotChosen
 	}
 	if os.Geteuid() != 0 {
 		return NamePathSupervisor, errNoKernelPath{"srt is not root"}

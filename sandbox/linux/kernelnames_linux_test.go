@@ -1,3 +1,5 @@
+//go:build srt_bpflsm
+
 package linux
 
 import (
@@ -12,11 +14,13 @@ import (
 // TestKernelNamesEligible: the runs that must use the supervisor say
 // why, before anything is loaded.
 func TestKernelNamesEligible(t *testing.T) {
-	t.Setenv(NameRulesEnv, "supervisor")
-	if err := kernelNamesEligible(Config{}, &wire.InitSpec{}, fsplan.Mapping{}); err == nil || !strings.Contains(err.Error(), NameRulesEnv) {
-		t.Errorf("forced: %v", err)
+	for _, v := range []string{"", "supervisor"} {
+		t.Setenv(NameRulesEnv, v)
+		if err := kernelNamesEligible(Config{}, &wire.InitSpec{}, fsplan.Mapping{}); err == nil || !strings.Contains(err.Error(), NameRulesEnv) {
+			t.Errorf("%s=%q: %v, want the supervisor", NameRulesEnv, v, err)
+		}
 	}
-	t.Setenv(NameRulesEnv, "")
+	t.Setenv(NameRulesEnv, "kernel")
 	if os.Geteuid() != 0 {
 		if err := kernelNamesEligible(Config{}, &wire.InitSpec{}, fsplan.Mapping{}); err == nil || !strings.Contains(err.Error(), "not root") {
 			t.Errorf("not root: %v", err)

@@ -1,13 +1,13 @@
 package linux
 
 import (
+	"io"
 	"log/slog"
 	"os"
 	"slices"
 
 	"github.com/srt-go/srt/policy"
 	"github.com/srt-go/srt/sandbox/linux/fsplan"
-	"github.com/srt-go/srt/sandbox/linux/namelsm"
 	"github.com/srt-go/srt/sandbox/linux/supervisor"
 	"github.com/srt-go/srt/sandbox/linux/wire"
 	"github.com/srt-go/srt/violation"
@@ -25,7 +25,7 @@ import (
 // With the creation-time rules it also loads the in-kernel check where it
 // can (kernelnames_linux.go) and returns it; the caller closes it when the
 // sandbox ends.
-func startNotifier(cfg Config, create bool, spec *wire.InitSpec, tmpdir string, m fsplan.Mapping, addFD func(*os.File) int, lg *slog.Logger) (*supervisor.Supervisor, *namelsm.Program, error) {
+func startNotifier(cfg Config, create bool, spec *wire.InitSpec, tmpdir string, m fsplan.Mapping, addFD func(*os.File) int, lg *slog.Logger) (*supervisor.Supervisor, io.Closer, error) {
 	if cfg.OnSandboxViolation == nil && !create && !(spec.Seccomp.CheckBinds && !spec.Seccomp.AllowUnixSockets) {
 		return nil, nil, nil
 	}
@@ -44,7 +44,7 @@ func startNotifier(cfg Config, create bool, spec *wire.InitSpec, tmpdir string, 
 	if on == nil {
 		on = func(violation.Violation) {}
 	}
-	var prog *namelsm.Program
+	var prog io.Closer
 	if create {
 		spec.Seccomp.EmulateCreates = true
 		spec.RequireListener = true

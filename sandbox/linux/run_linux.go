@@ -25,7 +25,6 @@ import (
 	"github.com/srt-go/srt/policy"
 	"github.com/srt-go/srt/sandbox/linux/fsplan"
 	"github.com/srt-go/srt/sandbox/linux/guardian"
-	"github.com/srt-go/srt/sandbox/linux/namelsm"
 	"github.com/srt-go/srt/sandbox/linux/supervisor"
 	"github.com/srt-go/srt/sandbox/linux/wire"
 	"github.com/srt-go/srt/seccomp"
@@ -103,9 +102,9 @@ type Process struct {
 	term     *terminal
 	net      *network
 	notify   *supervisor.Supervisor
-	names    *namelsm.Program // the in-kernel name rules, or nil
-	started  *os.File         // read end of PID 1's "running" pipe
-	lifeline *os.File         // write end of PID 1's lifeline; closed only by srt's exit
+	names    io.Closer // the in-kernel name rules (kernelnames_linux.go), or nil
+	started  *os.File  // read end of PID 1's "running" pipe
+	lifeline *os.File  // write end of PID 1's lifeline; closed only by srt's exit
 	// ready is closed once PID 1 has said it runs (startedOK) or bubblewrap
 	// ended without it: only then can PID 1 take signals, since a PID
 	// namespace's init ignores those it has no handler for yet.
