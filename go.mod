@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/aws/aws-sdk-go-v2 v1.48.0
 	github.com/bmatcuk/doublestar/v4 v4.10.4
+	github.com/cilium/ebpf v0.22.0
 	github.com/coder/websocket v1.8.15
 	github.com/creack/pty v1.1.24
 	github.com/go-json-experiment/json v1.27.2

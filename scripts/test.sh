@@ -21,6 +21,8 @@ for target in darwin/arm64 darwin/amd64 windows/amd64 linux/arm64; do
 	GOOS=${target%/*} GOARCH=${target#*/} go build -o /dev/null ./cmd/srtd
 done
 GOOS=darwin GOARCH=arm64 go vet ./sandbox/... ./cmd/... ./policy/...
+echo "== the experimental in-kernel name rules build (-tags srt_bpflsm)"
+go vet -tags srt_bpflsm ./sandbox/linux/... ./cmd/srt
 echo "== staticcheck"
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 echo "== go test"

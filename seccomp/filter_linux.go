@@ -348,6 +348,9 @@ func Build(opts Options) ([]bpf.RawInstruction, error) {
 	} else if opts.ObserveWrites || opts.ObserveReads || opts.EmulateCreates {
 		return nil, fmt.Errorf("seccomp: observing or emulating filesystem calls needs Notify")
 	}
+	if opts.KernelNames && !opts.EmulateCreates {
+		return nil, fmt.Errorf("seccomp: KernelNames goes with EmulateCreates")
+	}
 	prog, err := program(rs, s)
 	if err != nil {
 		return nil, err

@@ -52,8 +52,12 @@ const (
 	OpUmask                  // umask: no path; notified with EmulateCreates
 )
 
-// creates reports whether op is one of the calls EmulateCreates notifies.
-func creates(op FSOp) bool {
+// creates reports whether op is one of the calls EmulateCreates notifies
+// under opts (only renames with KernelNames).
+func creates(opts Options, op FSOp) bool {
+	if opts.KernelNames {
+		return op == OpRename
+	}
 	return op == OpOpen || op == OpCreate || op == OpRename || op == OpData
 }
 
@@ -106,7 +110,7 @@ func notifyRules(rs []rule, opts Options, s *abi) ([]rule, error) {
 		out = append(out, rule{name: "umask", nr: uint32(unix.SYS_UMASK), action: retNotify})
 	}
 	for nr, c := range fsCalls() {
-		if !observe && !creates(c.call.Op) {
+		if !observe && !creates(opts, c.call.Op) {
 			continue
 		}
 		r := rule{name: c.name, nr: nr, action: retNotify}
@@ -151,7 +155,7 @@ func Table(opts Options) (map[uint32]Call, error) {
 	observe := opts.ObserveWrites || opts.ObserveReads
 	if observe || opts.EmulateCreates {
 		for nr, c := range fsCalls() {
-			if !observe && !creates(c.call.Op) {
+			if !observe && !creates(opts, c.call.Op) {
 				continue
 			}
 			cc := c.call

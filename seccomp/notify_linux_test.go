@@ -218,4 +218,25 @@ func TestNotifyTable(t *testing.T) {
 	if _, err := Build(Options{Notify: true, EmulateCreates: true}); err != nil {
 		t.Errorf("Build(EmulateCreates): %v", err)
 	}
+	// KernelNames: the kernel checks the names; only renames (and
+	// umask) stay with the listener.
+	kn := Options{Notify: true, EmulateCreates: true, KernelNames: true}
+	tb, _ = Table(kn)
+	for _, nr := range []uint32{unix.SYS_RENAMEAT, unix.SYS_RENAMEAT2, unix.SYS_RENAME, unix.SYS_UMASK} {
+		if c, ok := tb[nr]; !ok || c.FS == nil || c.Errno != 0 {
+			t.Errorf("KernelNames: Table[%d] = %+v, want a filesystem call", nr, c)
+		}
+	}
+	for _, nr := range []uint32{unix.SYS_OPENAT, unix.SYS_OPENAT2, unix.SYS_OPEN, unix.SYS_CREAT, unix.SYS_MKDIRAT,
+		unix.SYS_MKNODAT, unix.SYS_SYMLINKAT, unix.SYS_LINKAT, unix.SYS_LINK, unix.SYS_TRUNCATE} {
+		if c, ok := tb[nr]; ok && c.FS != nil {
+			t.Errorf("KernelNames notifies %s, which the kernel checks", c.Name)
+		}
+	}
+	if _, err := Build(kn); err != nil {
+		t.Errorf("Build(KernelNames): %v", err)
+	}
+	if _, err := Build(Options{Notify: true, KernelNames: true}); err == nil {
+		t.Error("Build accepted KernelNames without EmulateCreates")
+	}
 }

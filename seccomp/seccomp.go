@@ -99,6 +99,16 @@ type Options struct {
 	// xattr calls are not notified unless ObserveWrites asks for them.
 	// Requires Notify.
 	EmulateCreates bool
+
+	// KernelNames, with EmulateCreates, says that the kernel checks the
+	// names (sandbox/linux/namelsm, a BPF LSM program): of the creating
+	// calls only renames are notified (the listener performs them: a
+	// directory renamed into place must bring no protected name, git's
+	// config.lock needs a look at its content), with umask; opens,
+	// creat, mkdir, mknod, symlink, link and truncate run in the
+	// sandbox, under the program (with ObserveWrites they are still
+	// notified, for the record, and the listener lets them run).
+	KernelNames bool
 }
 
 // Encode returns prog as the kernel's struct sock_filter array: per

@@ -74,6 +74,13 @@ func Check(ctx context.Context, bwrapPath string) []Guarantee {
 		add("creation-time name rules", false, "%v: names created during the run are checked only where placeholders stand; settings with denyWrite globs are refused", err)
 	} else {
 		add("creation-time name rules", true, "srt performs every create, rename, link and write open (seccomp user notification): denyWrite globs and mandatory names refused at any depth")
+		// Which path a run takes: the in-kernel check where the BPF
+		// LSM program loads here (kernelnames_linux.go).
+		if path, err := KernelNamesPath(); err != nil {
+			add("creation-time rules path", true, "%s: the in-kernel check (BPF LSM) is not available: %v", path, err)
+		} else {
+			add("creation-time rules path", true, "%s: the kernel checks names as they are made; srt performs only renames (a policy the program cannot express, nested user namespaces or a confined view use the supervisor)", path)
+		}
 	}
 	tiocsti, _ := os.ReadFile("/proc/sys/dev/tty/legacy_tiocsti")
 	add("terminal injection", true, "the command gets its own pseudo-terminal; TIOCSTI/TIOCLINUX refused by seccomp (kernel dev.tty.legacy_tiocsti=%s)", strings.TrimSpace(string(tiocsti)))

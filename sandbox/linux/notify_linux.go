@@ -1,6 +1,7 @@
 package linux
 
 import (
+	"io"
 	"log/slog"
 	"os"
 	"slices"
@@ -21,9 +22,12 @@ import (
 // of it, when cfg asks for sandbox violations, creation-time rules or
 // checked binds; nil (and spec untouched) otherwise. m is the plan's
 // mapping, through which the supervisor judges the sandbox's paths.
-func startNotifier(cfg Config, create bool, spec *wire.InitSpec, tmpdir string, m fsplan.Mapping, addFD func(*os.File) int, lg *slog.Logger) (*supervisor.Supervisor, error) {
+// With the creation-time rules it also loads the in-kernel check where it
+// can (kernelnames_linux.go) and returns it; the caller closes it when the
+// sandbox ends.
+func startNotifier(cfg Config, create bool, spec *wire.InitSpec, tmpdir string, m fsplan.Mapping, addFD func(*os.File) int, lg *slog.Logger) (*supervisor.Supervisor, io.Closer, error) {
 	if cfg.OnSandboxViolation == nil && !create && !(spec.Seccomp.CheckBinds && !spec.Seccomp.AllowUnixSockets) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	spec.Seccomp.Notify = true
 	if cfg.ObserveFilesystem && cfg.OnSandboxViolation != nil && !cfg.Policy.FilesystemDisabled {
@@ -36,20 +40,31 @@ func startNotifier(cfg Config, create bool, spec *wire.InitSpec, tmpdir string, 
 			return cfg.Policy.View == nil || cfg.Policy.View.Visible(d.Resolved)
 		})
 	}
-	if create {
-		spec.Seccomp.EmulateCreates = true
-		spec.RequireListener = true
-	}
 	on := cfg.OnSandboxViolation
 	if on == nil {
 		on = func(violation.Violation) {}
+	}
+	var prog io.Closer
+	if create {
+		spec.Seccomp.EmulateCreates = true
+		spec.RequireListener = true
+		var why error
+		prog, why = kernelNames(cfg, spec, tmpdir, m, addFD, on, lg)
+		if prog != nil {
+			lg.Debug("creation-time name rules", "path", NamePathKernel)
+		} else {
+			lg.Debug("creation-time name rules", "path", NamePathSupervisor, "why", why)
+		}
 	}
 	s, end, err := supervisor.New(supervisor.Config{
 		Seccomp: spec.Seccomp, Policy: cfg.Policy, TmpDir: tmpdir, Mapping: m, OnViolation: on, Logger: lg,
 	})
 	if err != nil {
-		return nil, err
+		if prog != nil {
+			prog.Close()
+		}
+		return nil, nil, err
 	}
 	spec.NotifyFD = addFD(end)
-	return s, nil
+	return s, prog, nil
 }

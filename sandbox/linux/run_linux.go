@@ -102,8 +102,9 @@ type Process struct {
 	term     *terminal
 	net      *network
 	notify   *supervisor.Supervisor
-	started  *os.File // read end of PID 1's "running" pipe
-	lifeline *os.File // write end of PID 1's lifeline; closed only by srt's exit
+	names    io.Closer // the in-kernel name rules (kernelnames_linux.go), or nil
+	started  *os.File  // read end of PID 1's "running" pipe
+	lifeline *os.File  // write end of PID 1's lifeline; closed only by srt's exit
 	// ready is closed once PID 1 has said it runs (startedOK) or bubblewrap
 	// ended without it: only then can PID 1 take signals, since a PID
 	// namespace's init ignores those it has no handler for yet.
@@ -258,7 +259,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		return nil, &SetupError{err}
 	}
 	spec.ListenFD = addFD(listenEnd)
-	if p.notify, err = startNotifier(cfg, create, &spec, tmpdir, plan.Mapping, addFD, lg); err != nil {
+	if p.notify, p.names, err = startNotifier(cfg, create, &spec, tmpdir, plan.Mapping, addFD, lg); err != nil {
 		return nil, &SetupError{err}
 	}
 	spec.Listeners = p.net.sandboxListeners()
@@ -416,6 +417,9 @@ func (p *Process) abort() {
 	if p.notify != nil {
 		p.notify.Close()
 	}
+	if p.names != nil {
+		p.names.Close()
+	}
 	if p.guardian != nil {
 		p.guardian.Finish()
 	}
@@ -481,6 +485,9 @@ func (p *Process) Wait() (int, error) {
 		p.net.close()
 		if p.notify != nil {
 			p.notify.Close() // every process is gone: report what is left
+		}
+		if p.names != nil {
+			p.names.Close() // its refusals recorded, then unloaded
 		}
 		<-p.ready
 		var ee *exec.ExitError

@@ -25,10 +25,20 @@ import (
 // left out where unix sockets are allowed (bind(2) of one is not
 // notified then and makes its name itself); elsewhere an AF_UNIX bind is
 // refused anyway. Empty when the rules are off: the command makes its
-// own names then.
+// own names then. With the in-kernel check (KernelNames) the command
+// makes its own names under the BPF program, which is the rule; only
+// MAKE_SOCK stays taken (bind(2) is still the supervisor's), and REFER
+// is left (a link into another directory is the command's own call now;
+// renames are still srt's, and the program refuses any made inside).
 func backstopAccess(installed seccomp.Options) landlock.AccessFSSet {
 	if !installed.EmulateCreates || !installed.Notify {
 		return 0
+	}
+	if installed.KernelNames {
+		if installed.AllowUnixSockets {
+			return 0
+		}
+		return landlock.AccessFSSet(llsys.AccessFSMakeSock)
 	}
 	s := landlock.AccessFSSet(llsys.AccessFSMakeChar | llsys.AccessFSMakeDir | llsys.AccessFSMakeReg |
 		llsys.AccessFSMakeFifo | llsys.AccessFSMakeBlock | llsys.AccessFSMakeSym | llsys.AccessFSRefer)

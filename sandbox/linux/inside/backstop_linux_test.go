@@ -140,4 +140,14 @@ func TestBackstopAccess(t *testing.T) {
 	if a := backstopAccess(seccomp.Options{Notify: true, EmulateCreates: true, AllowUnixSockets: true}); uint64(a) != all&^uint64(llsys.AccessFSMakeSock) {
 		t.Errorf("unix sockets allowed: %v", a)
 	}
+	// The in-kernel check: the command makes its names under the BPF
+	// program; binds stay the supervisor's.
+	kn := seccomp.Options{Notify: true, EmulateCreates: true, KernelNames: true}
+	if a := backstopAccess(kn); uint64(a) != uint64(llsys.AccessFSMakeSock) {
+		t.Errorf("KernelNames: %v", a)
+	}
+	kn.AllowUnixSockets = true
+	if a := backstopAccess(kn); a != 0 {
+		t.Errorf("KernelNames, unix sockets allowed: %v", a)
+	}
 }

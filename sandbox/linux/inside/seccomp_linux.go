@@ -45,6 +45,22 @@ func installFilter(spec *wire.InitSpec) error {
 	if err := applyBackstop(installed); err != nil {
 		return fmt.Errorf("the Landlock backstop of the creation-time rules: %w", err)
 	}
+	// The in-kernel check (sandbox/linux/namelsm): srt registers this
+	// mount namespace with its BPF program before anything of the
+	// command's runs. The filter is on already: it refuses leaving the
+	// namespace.
+	if spec.KernelNamesFD > 2 {
+		if !installed.KernelNames {
+			return fmt.Errorf("the in-kernel name rules need the filter that leaves creations to them")
+		}
+		err := wire.SendNamespace(spec.KernelNamesFD, spec.KernelNamesPrivate)
+		unix.Close(spec.KernelNamesFD)
+		if err != nil {
+			return fmt.Errorf("the in-kernel name rules: %w", err)
+		}
+	} else if installed.KernelNames {
+		return fmt.Errorf("the filter leaves creations to the in-kernel name rules, which srt did not set up")
+	}
 	// Stacked on it: no set-id bits (seccomp.BuildSetID), built from the
 	// options of the filter actually installed: with a listener, the mode
 	// refusals are that filter's, reported by srt; without one, this

@@ -198,3 +198,8 @@ func callerTTY(pid, ctty, root int) (int, unix.Errno) {
 	}
 	return -1, unix.ENXIO
 }
+
+// ProcInfo returns host process hostPID's PID in the sandbox's PID
+// namespace and its executable, as the supervisor records them (for the
+// in-kernel name rules' records, sandbox/linux/namelsm).
+func ProcInfo(hostPID int) (nsPID int, exe string) { return procInfo(hostPID) }

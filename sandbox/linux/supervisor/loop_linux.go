@@ -26,6 +26,11 @@ type dispatcher struct {
 	// cr performs the creation calls (seccomp.Options.EmulateCreates);
 	// nil without them.
 	cr *creator
+	// kernelNames: the kernel checks the names (seccomp.Options.
+	// KernelNames); of the creation calls only renames and umask are
+	// the supervisor's, an observed open or mkdir runs (CONTINUE) under
+	// the kernel's check.
+	kernelNames bool
 	// seen holds the seccomp refusals already reported.
 	seen map[seen]struct{}
 }
@@ -139,6 +144,14 @@ func (d *dispatcher) refuse(fd int, nt seccomp.Notification, c seccomp.Call) {
 // answers as before).
 func (d *dispatcher) emulate(fd int, nt seccomp.Notification, c seccomp.Call) bool {
 	pid := int(nt.PID)
+	if d.kernelNames && c.Name != "umask" && (c.FS == nil || c.FS.Op != seccomp.OpRename) {
+		return false
+	}
+	if d.kernelNames {
+		// The mkdirs and symlinks that empty the directory cache are
+		// not seen on this path: a cached path could lead elsewhere.
+		d.cr.res.forgetDirs()
+	}
 	switch c.Name {
 	case "umask":
 		// The mask is an argument, not memory: letting the call run is

@@ -97,7 +97,7 @@ func New(cfg Config) (*Supervisor, *os.File, error) {
 		n.cr = newCreator(cfg.Policy, cfg.TmpDir, cfg.Mapping, noWrite, n.waits)
 	}
 	n.d = &dispatcher{table: table, on: cfg.OnViolation, log: cfg.Logger, obs: n.obs,
-		observe: cfg.Seccomp.ObserveWrites, cr: n.cr, seen: map[seen]struct{}{}}
+		observe: cfg.Seccomp.ObserveWrites, cr: n.cr, kernelNames: cfg.Seccomp.KernelNames, seen: map[seen]struct{}{}}
 	return n, os.NewFile(uintptr(fds[1]), "seccomp-notify"), nil
 }
 

@@ -36,6 +36,15 @@ type InitSpec struct {
 	// notification listener (SendListener); used only when Seccomp.Notify
 	// is set.
 	NotifyFD int `json:"notifyFd"`
+	// KernelNamesFD, when above 2, is a socket to srt over which PID 1
+	// sends its mount namespace for the in-kernel name rules
+	// (SendNamespace) once its filter is on, and waits for srt's answer
+	// before it runs the command or the exec agent.
+	KernelNamesFD int `json:"kernelNamesFd,omitempty"`
+	// KernelNamesPrivate are the sandbox's private trees (TMPDIR, /dev,
+	// /proc), where no name rule applies: PID 1 sends them with the
+	// namespace, so that srt exempts their file systems.
+	KernelNamesPrivate []string `json:"kernelNamesPrivate,omitempty"`
 	// RequireListener makes a kernel without a TSYNC listener a setup
 	// error instead of the deny-only filter: creation-time name rules
 	// (filesystem.enforceNamesAtCreation) cannot hold without it. It
