@@ -89,7 +89,7 @@ func TestSrtdOOMKilled(t *testing.T) {
 			return n
 		}
 		var procs []int
-		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 			var err error
 			if procs, err = (&cgroupDir{dir}).procs(); err != nil {
 				t.Fatal(err)
