@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -96,12 +95,7 @@ func TestMicroVMCLI(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the microvm kernel cache is root's")
 	}
-	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
-		if os.Getenv("SRT_E2E_ALLOW_SKIP") == "1" {
-			t.Skip("qemu-system-x86_64 missing")
-		}
-		t.Fatalf("qemu-system-x86_64 missing (apt-get install qemu-system-x86)")
-	}
+	requireMicroVM(t)
 	u := &account{name: "root", home: "/root", direct: true}
 	dir := u.workDir(t)
 	u.write(t, filepath.Join(dir, ".env"), "SECRET")

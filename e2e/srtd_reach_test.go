@@ -6,7 +6,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -47,12 +46,7 @@ func TestSrtdUnreachableFromMicroVM(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the microvm kernel cache is root's")
 	}
-	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
-		if os.Getenv("SRT_E2E_ALLOW_SKIP") == "1" {
-			t.Skip("qemu-system-x86_64 missing")
-		}
-		t.Fatalf("qemu-system-x86_64 missing (apt-get install qemu-system-x86)")
-	}
+	requireMicroVM(t)
 	u := &account{name: "root", home: "/root", direct: true}
 	d := startSrtd(t, u)
 	su, _ := url.Parse(d.url)
